@@ -1,0 +1,439 @@
+"""Frozen records exchanged between pipeline stages.
+
+The pipeline is ``Problem -> Prompt -> Completion -> Program -> Execution -> Grade``; every
+stage takes and returns these records and nothing else. A :class:`SampleRecord` bundles one
+(problem, sample) pair end to end and is what a run directory stores, one JSON line each.
+
+All records are pydantic models with ``frozen=True`` and ``extra="forbid"``: a stage cannot
+mutate what it received, and a typo in a field name fails loudly. ``SCHEMA_VERSION`` is written
+into every run manifest; readers refuse a newer major version.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+
+class Record(BaseModel):
+    """Base of every record: immutable, strict about field names, +/-inf survive JSON."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
+
+
+# --------------------------------------------------------------------------- enums
+
+
+class GraderKind(str, Enum):
+    """How a benchmark is graded: compare an objective value, or compare model structure."""
+
+    OBJECTIVE = "objective"
+    STRUCTURE = "structure"
+
+
+class SolveStatus(str, Enum):
+    """Solver outcome normalised across libraries (gurobipy, pulp, OR-Tools, HiGHS, ...)."""
+
+    OPTIMAL = "optimal"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    INF_OR_UNBD = "inf_or_unbd"
+    TIME_LIMIT = "time_limit"
+    SUBOPTIMAL = "suboptimal"
+    FEASIBLE = "feasible"
+    INTERRUPTED = "interrupted"
+    NUMERIC = "numeric"
+    NOT_SOLVED = "not_solved"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+
+class ExecStatus(str, Enum):
+    """Outcome of running one extracted program in the sandbox.
+
+    Every value except ``OK`` is a failure of the *model's program* (data, not an exception);
+    ``LICENCE_ERROR`` and ``NEEDS_GUROBI`` are failures of the environment and are never
+    counted as a wrong answer by the graders' reports.
+    """
+
+    OK = "ok"
+    NO_CODE = "no_code"
+    SYNTAX_ERROR = "syntax_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    KILLED = "killed"
+    LICENCE_ERROR = "licence_error"
+    NEEDS_GUROBI = "needs_gurobi"
+    NO_SOLVE = "no_solve"
+    SOLVER_ERROR = "solver_error"
+    NOT_RUN = "not_run"
+
+
+class Verdict(str, Enum):
+    """Final judgement of one sample. Non-``correct`` verdicts other than ``wrong`` and
+    ``not_determinable`` name the stage that failed (API, extraction or execution)."""
+
+    CORRECT = "correct"
+    WRONG = "wrong"
+    NOT_DETERMINABLE = "not_determinable"
+    API_ERROR = "api_error"
+    NO_CODE = "no_code"
+    SYNTAX_ERROR = "syntax_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    KILLED = "killed"
+    LICENCE_ERROR = "licence_error"
+    NEEDS_GUROBI = "needs_gurobi"
+    NO_SOLVE = "no_solve"
+    SOLVER_ERROR = "solver_error"
+    NOT_RUN = "not_run"
+
+    @property
+    def is_environment_failure(self) -> bool:
+        """True for verdicts caused by the evaluation environment rather than the model."""
+        return self in (Verdict.LICENCE_ERROR, Verdict.NEEDS_GUROBI, Verdict.NOT_RUN)
+
+
+# --------------------------------------------------------------------------- problems
+
+
+class ObjectiveReference(Record):
+    """Reference answer of an objective-graded problem.
+
+    ``value`` is the optimal objective when ``status`` is ``optimal``; for an infeasible or
+    unbounded reference ``value`` is ``None`` and only the same status can match.
+    ``label`` keeps the answer exactly as the data file wrote it (e.g. ``"3000.0"``).
+    """
+
+    kind: Literal["objective"] = "objective"
+    status: SolveStatus = SolveStatus.OPTIMAL
+    value: float | None
+    label: str
+
+
+class StructureReference(Record):
+    """Reference of a structure-graded problem: a reference LP file (path relative to the
+    benchmark data root) plus, where known, the solve status of that LP."""
+
+    kind: Literal["structure"] = "structure"
+    lp_path: str
+    lp_sha256: str
+    status: SolveStatus | None = None
+
+
+Reference = Annotated[ObjectiveReference | StructureReference, Field(discriminator="kind")]
+
+
+class Problem(Record):
+    """One benchmark item, ready to be rendered into a prompt.
+
+    Attributes:
+        benchmark: benchmark name (``nl4opt``, ``optibench``, ``b4o-feasible``, ``b4o-orgeval``, ...).
+        id: stable item id as a string (``"0"``; ``"BENCH4OPT_2"``).
+        index: 0-based row position in the source file.
+        question: the word problem text shown to the model.
+        reference: objective or structure reference.
+        instance_files: files placed in the program's working directory, name -> text content
+            (``{"data.json": "..."}`` for Bench4Opt rows).
+        data_path: the instance file path as the upstream data names it (prompt placeholder).
+        reference_code: the benchmark's own reference program, if it ships one.
+        twin_group: items sharing a value are wordings of one instance (ORGEval rows 2j/2j+1);
+            few-shot selection never shows a twin of the current item.
+        meta: extra string-valued fields from the data file (``wp_type``, ...).
+    """
+
+    benchmark: str
+    id: str
+    index: int
+    question: str
+    reference: Reference
+    instance_files: dict[str, str] = Field(default_factory=dict)
+    data_path: str | None = None
+    reference_code: str | None = None
+    twin_group: str | None = None
+    meta: dict[str, str] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- prompts & completions
+
+
+class ChatMessage(Record):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Prompt(Record):
+    """Rendered chat prompt for one problem.
+
+    ``template_sha256`` hashes the template source(s) used; ``few_shot_ids`` lists the ids of the
+    examples inserted (empty for zero-shot).
+    """
+
+    problem_id: str
+    prompt_set: str
+    messages: tuple[ChatMessage, ...]
+    template_sha256: str
+    few_shot_ids: tuple[str, ...] = ()
+
+
+class SamplingParams(Record):
+    """Generation parameters sent to the backend. Defaults are the T-Rex protocol's."""
+
+    temperature: float = 0.6
+    top_p: float = 1.0
+    max_tokens: int = 9600
+    seed: int | None = 42
+    stop: tuple[str, ...] = ()
+
+
+class Usage(Record):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class Completion(Record):
+    """What the backend returned for one (problem, sample) request.
+
+    ``error`` is set (and ``text`` empty) when the request failed after the retry budget;
+    such a completion grades as ``api_error``. ``reasoning`` holds a separate reasoning channel
+    (``reasoning_content``) when the server returns one. ``latency_s`` is wall seconds for the
+    successful attempt; ``attempts`` counts HTTP attempts including retries.
+    """
+
+    problem_id: str
+    sample_index: int
+    text: str
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    usage: Usage = Usage()
+    latency_s: float | None = None
+    model: str | None = None
+    seed: int | None = None
+    attempts: int = 1
+    error: str | None = None
+
+
+class Program(Record):
+    """Code extracted from a completion.
+
+    ``code`` is ``None`` when nothing usable was found (``reason`` says why).
+    ``reason`` names the rule that chose the block, e.g. ``"last ```python fence after </think>"``.
+    """
+
+    code: str | None
+    extractor: str
+    reason: str
+
+
+# --------------------------------------------------------------------------- execution
+
+
+class LinearModel(Record):
+    """Solver-neutral matrix form of a (mixed-integer) linear model, with flags for the parts
+    that are not linear.
+
+    Rows are ``row_lower <= A x <= row_upper`` (equal bounds = equality, an infinite side =
+    one-sided). ``A`` is given in coordinate form (``a_row[k], a_col[k], a_val[k]``); duplicates
+    are summed by readers. ``vtype`` is ``C`` continuous, ``I`` integer, ``B`` binary, ``S``
+    semi-continuous, ``N`` semi-integer. Quadratic objective terms are ``(i, j, q)`` with the
+    objective containing ``q * x_i * x_j`` (no 1/2 factor). ``n_quadratic_constraints``,
+    ``n_general_constraints`` and ``n_sos`` count parts that the matrix does not hold.
+    """
+
+    sense: Literal["min", "max"]
+    objective_constant: float = 0.0
+    var_names: tuple[str, ...]
+    obj: tuple[float, ...]
+    lb: tuple[float, ...]
+    ub: tuple[float, ...]
+    vtype: tuple[str, ...]
+    row_names: tuple[str, ...]
+    row_lower: tuple[float, ...]
+    row_upper: tuple[float, ...]
+    a_row: tuple[int, ...]
+    a_col: tuple[int, ...]
+    a_val: tuple[float, ...]
+    q_obj: tuple[tuple[int, int, float], ...] = ()
+    n_quadratic_constraints: int = 0
+    n_general_constraints: int = 0
+    n_sos: int = 0
+
+    @property
+    def num_vars(self) -> int:
+        return len(self.var_names)
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.row_names)
+
+    @property
+    def is_linear(self) -> bool:
+        """True when the model has no quadratic, general or SOS parts."""
+        return not (self.q_obj or self.n_quadratic_constraints or self.n_general_constraints or self.n_sos)
+
+
+class SolveRecord(Record):
+    """One solve call observed by the sandbox hooks.
+
+    ``objective`` is the solver's reported objective (``None`` unless a solution exists).
+    ``verified_objective`` is the harness's own HiGHS re-solve of ``model`` in the parent
+    process (``None`` if not verified); ``verification`` says what happened
+    (``"match"``, ``"mismatch"``, ``"skipped: <why>"``).
+    """
+
+    library: str
+    status: SolveStatus
+    raw_status: str
+    objective: float | None = None
+    sense: Literal["min", "max"] | None = None
+    num_vars: int | None = None
+    num_constraints: int | None = None
+    model: LinearModel | None = None
+    verified_objective: float | None = None
+    verification: str | None = None
+
+
+class WrittenFile(Record):
+    """A model file (LP/MPS) the program wrote into its working directory."""
+
+    name: str
+    content: str
+    sha256: str
+
+
+class ModelBinding(Record):
+    """A module-level name that, when the program finished, was bound to a solver model object.
+
+    Recorded for every module-level name holding a model of a hooked library, and always for
+    the names ``model`` and ``m`` (the reference harness looks only there).
+    ``has_optimize``/``has_objval`` are ``hasattr(obj, "optimize")``/``hasattr(obj, "ObjVal")``
+    evaluated exactly as the reference wrapper does; ``status`` and ``objective`` are read from
+    the object when available.
+    """
+
+    name: str
+    library: str
+    has_optimize: bool
+    has_objval: bool
+    status: SolveStatus | None = None
+    raw_status: str | None = None
+    objective: float | None = None
+
+
+class Execution(Record):
+    """Outcome of one program run in the sandbox.
+
+    ``status`` is the headline (see :class:`ExecStatus`). ``solves`` lists every solve observed,
+    in call order; the graders use the last one. ``printed_objective`` is parsed from stdout only
+    as a documented fallback for programs whose library the hooks do not cover.
+    ``isolation`` names the isolation level in force (``bwrap``, ``unshare``, ``rlimits``).
+    ``gurobi`` names the gurobipy implementation the program saw (``"gurobipy 13.0.3"``,
+    ``"compat"``, or ``None`` if it never imported gurobipy). ``bindings`` and
+    ``called_sys_exit`` let the ``trex-compat`` rule reproduce the reference wrapper's model
+    discovery (module-level ``model``/``m`` only; ``sys.exit`` loses the result).
+    ``wall_s``/``cpu_s`` are seconds; ``max_rss_mib`` is the peak resident set in MiB.
+    """
+
+    status: ExecStatus
+    detail: str = ""
+    error_type: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    solves: tuple[SolveRecord, ...] = ()
+    written_files: tuple[WrittenFile, ...] = ()
+    printed_objective: float | None = None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    wall_s: float = 0.0
+    cpu_s: float | None = None
+    max_rss_mib: float | None = None
+    isolation: str = ""
+    gurobi: str | None = None
+    bindings: tuple[ModelBinding, ...] = ()
+    called_sys_exit: bool = False
+
+    @property
+    def last_solve(self) -> SolveRecord | None:
+        return self.solves[-1] if self.solves else None
+
+
+# --------------------------------------------------------------------------- grading
+
+
+class ObjectiveEvidence(Record):
+    """Why an objective rule decided: predicted vs reference and the tolerances applied."""
+
+    kind: Literal["objective"] = "objective"
+    predicted: float | None
+    predicted_status: SolveStatus | None
+    reference: float | None
+    reference_status: SolveStatus
+    abs_error: float | None = None
+    rel_error: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    source: str = "hook"
+
+
+class StructureCheck(Record):
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class StructureEvidence(Record):
+    """Why a structural-equivalence variant decided: the checks run in order, first failure last."""
+
+    kind: Literal["structure"] = "structure"
+    checks: tuple[StructureCheck, ...]
+    generated_from: str = ""
+
+
+Evidence = Annotated[ObjectiveEvidence | StructureEvidence, Field(discriminator="kind")]
+
+
+class Grade(Record):
+    """Verdict for one sample, the rule that decided it (``name@version``) and the evidence."""
+
+    verdict: Verdict
+    rule: str
+    reason: str
+    evidence: Evidence | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.CORRECT
+
+
+class SampleRecord(Record):
+    """One (problem, sample) pair end to end: what a run directory stores per line."""
+
+    benchmark: str
+    problem_id: str
+    sample_index: int
+    prompt: Prompt
+    completion: Completion
+    program: Program
+    execution: Execution
+    grade: Grade
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.benchmark, self.problem_id, self.sample_index)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """Return ``value`` if it is a finite float, else ``None`` (NaN and +/-inf become ``None``)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
