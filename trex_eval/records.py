@@ -371,7 +371,12 @@ class Execution(Record):
 
 
 class ObjectiveEvidence(Record):
-    """Why an objective rule decided: predicted vs reference and the tolerances applied."""
+    """Why an objective rule decided: predicted vs reference and the tolerances applied.
+
+    ``digits`` is set by rounding rules (both values rounded to that many decimals first);
+    ``verified_objective`` is the harness's own HiGHS re-solve of the captured model, when one ran;
+    ``source`` says where ``predicted`` came from (``hook`` or ``printed``).
+    """
 
     kind: Literal["objective"] = "objective"
     predicted: float | None
@@ -382,6 +387,8 @@ class ObjectiveEvidence(Record):
     rel_error: float | None = None
     atol: float | None = None
     rtol: float | None = None
+    digits: int | None = None
+    verified_objective: float | None = None
     source: str = "hook"
 
 

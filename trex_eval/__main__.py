@@ -1,0 +1,3 @@
+from trex_eval.cli import main
+
+main()

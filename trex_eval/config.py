@@ -1,0 +1,57 @@
+"""Process-level configuration: the only module that reads ``os.environ``.
+
+Everything else receives values from here (or from CLI flags) as arguments, so that the pure
+core (extraction, grading, metrics) never depends on the environment.
+
+Environment variables understood by trex-eval:
+
+``TREX_DATA_DIR``
+    Benchmark data root (the folder that holds ``data/`` and ``evaluation/``).
+``TREX_CACHE_DIR``
+    Where downloaded data and assembled local models go (default: the platform user cache
+    dir + ``trex-eval``).
+``TREX_CONFIG_DIR``
+    Where a user ``models.yaml`` is looked up (default: the platform user config dir).
+``TREX_VLLM_EXECUTABLE``
+    A ``vllm`` executable to start (e.g. from another virtualenv); default: ``vllm`` on PATH.
+API keys
+    Read only under the variable name a model preset names (``api_key_env``), never stored.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "trex-eval"
+
+
+def getenv(name: str) -> str | None:
+    """Value of environment variable ``name``, or ``None`` when unset or empty."""
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def cache_dir() -> Path:
+    """User cache root for trex-eval (not created)."""
+    override = getenv("TREX_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def config_dir() -> Path:
+    """User configuration root for trex-eval (not created)."""
+    override = getenv("TREX_CONFIG_DIR")
+    return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def data_dir_from_env() -> Path | None:
+    """``TREX_DATA_DIR`` as a path, if set."""
+    value = getenv("TREX_DATA_DIR")
+    return Path(value) if value else None
+
+
+def vllm_executable() -> str:
+    """The ``vllm`` executable to launch (``TREX_VLLM_EXECUTABLE`` or ``vllm`` on PATH)."""
+    return getenv("TREX_VLLM_EXECUTABLE") or "vllm"

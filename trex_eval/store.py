@@ -1,0 +1,227 @@
+"""The run directory: the only place a run's results are written.
+
+::
+
+    <run-dir>/
+      manifest.json       what was run, with what (written first, rewritten atomically)
+      completions.jsonl   one line per generated completion, appended BEFORE grading, so a crash
+                          never loses paid-for model output
+      samples.jsonl       one SampleRecord per graded (benchmark, problem, sample), appended
+      summary.json/.md    written when the run finishes
+
+Both JSONL files are append-only and flushed after every line. A process killed mid-write can
+leave a torn last line: readers ignore it and :meth:`RunStore.open` cuts it off before appending
+again, so a resumed run never duplicates or loses a complete record. A torn line anywhere but at
+the end means the file was edited by hand: :class:`~trex_eval.errors.StoreError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import Field, ValidationError
+
+from trex_eval.errors import StoreError
+from trex_eval.records import SCHEMA_VERSION, Completion, Prompt, Record, SampleRecord
+
+MANIFEST = "manifest.json"
+COMPLETIONS = "completions.jsonl"
+SAMPLES = "samples.jsonl"
+SUMMARY_JSON = "summary.json"
+SUMMARY_MD = "summary.md"
+
+SampleKey = tuple[str, str, int]
+
+
+class CompletionLine(Record):
+    """A generated completion with the prompt that produced it (``completions.jsonl``)."""
+
+    benchmark: str
+    prompt: Prompt
+    completion: Completion
+
+    @property
+    def key(self) -> SampleKey:
+        return (self.benchmark, self.completion.problem_id, self.completion.sample_index)
+
+
+class RunManifest(Record):
+    """Self-description of a run. ``settings`` must match on resume; ``provenance`` records the
+    environment (versions, hashes, licence and sandbox reports) and may differ."""
+
+    schema_version: str = SCHEMA_VERSION
+    run_id: str
+    created_at: str
+    finished_at: str | None = None
+    command: tuple[str, ...] = ()
+    settings: dict[str, Any]
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and rename (readers never see half a file)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    with tmp.open("w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Truncate ``path`` after its last newline (drops a line torn by a crash)."""
+    if not path.exists():
+        return
+    with path.open("rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            handle.seek(pos - step)
+            chunk = handle.read(step)
+            newline = chunk.rfind(b"\n")
+            if newline != -1:
+                end = pos - step + newline + 1
+                if end != size:
+                    handle.truncate(end)
+                return
+            pos -= step
+        handle.truncate(0)
+
+
+def read_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every complete line; a torn final line (no newline) is skipped."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith("\n"):
+                return
+            if line.strip():
+                yield number, line
+
+
+class RunStore:
+    """Append-only writer/reader of one run directory. Thread-safe appends."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._handles: dict[str, IO[str]] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def create(cls, root: Path, manifest: RunManifest) -> RunStore:
+        """Start a new run directory. Raises StoreError if it already holds a run."""
+        if (root / MANIFEST).exists():
+            raise StoreError(
+                f"{root} already holds a run", hint=f"resume it with --resume {root}, or choose another --out"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        store = cls(root)
+        store.write_manifest(manifest)
+        return store
+
+    @classmethod
+    def open(cls, root: Path) -> RunStore:
+        """Open an existing run directory for resuming (cuts torn tails)."""
+        if not (root / MANIFEST).is_file():
+            raise StoreError(f"{root} is not a run directory (no {MANIFEST})")
+        for name in (COMPLETIONS, SAMPLES):
+            _cut_torn_tail(root / name)
+        return cls(root)
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in self._handles.values():
+                handle.close()
+            self._handles.clear()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ manifest
+
+    def read_manifest(self) -> RunManifest:
+        path = self.root / MANIFEST
+        try:
+            manifest = RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValidationError, ValueError) as exc:
+            raise StoreError(f"unreadable run manifest: {exc}", where=str(path)) from None
+        if manifest.schema_version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+            raise StoreError(
+                f"run written with schema {manifest.schema_version}, this trex-eval reads {SCHEMA_VERSION}",
+                where=str(path),
+                hint="use the trex-eval version that wrote it",
+            )
+        return manifest
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        atomic_write_text(self.root / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+
+    # ------------------------------------------------------------------ appends
+
+    def _append(self, name: str, line: str) -> None:
+        with self._lock:
+            handle = self._handles.get(name)
+            if handle is None:
+                handle = (self.root / name).open("a", encoding="utf-8")
+                self._handles[name] = handle
+            handle.write(line + "\n")
+            handle.flush()
+
+    def append_completion(self, line: CompletionLine) -> None:
+        self._append(COMPLETIONS, line.model_dump_json())
+
+    def append_sample(self, record: SampleRecord) -> None:
+        self._append(SAMPLES, record.model_dump_json())
+
+    # ------------------------------------------------------------------ reads
+
+    def _records(self, name: str) -> Iterator[tuple[str, int, str]]:
+        path = self.root / name
+        for number, text in read_jsonl_lines(path):
+            yield f"{path}:{number}", number, text
+
+    def iter_completions(self) -> Iterator[CompletionLine]:
+        for where, _, text in self._records(COMPLETIONS):
+            try:
+                yield CompletionLine.model_validate_json(text)
+            except ValidationError as exc:
+                raise StoreError(f"corrupt completion record: {exc.errors()[0]['msg']}", where=where) from None
+
+    def iter_samples(self) -> Iterator[SampleRecord]:
+        """Every graded sample, last write wins for a repeated key (a re-grade appends)."""
+        latest: dict[SampleKey, SampleRecord] = {}
+        for where, _, text in self._records(SAMPLES):
+            try:
+                record = SampleRecord.model_validate_json(text)
+            except ValidationError as exc:
+                raise StoreError(f"corrupt sample record: {exc.errors()[0]['msg']}", where=where) from None
+            latest[record.key] = record
+        yield from latest.values()
+
+    def graded_keys(self) -> set[SampleKey]:
+        keys: set[SampleKey] = set()
+        for _, _, text in self._records(SAMPLES):
+            try:
+                head = json.loads(text)
+                keys.add((head["benchmark"], head["problem_id"], int(head["sample_index"])))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return keys
+
+    def write_summary(self, summary: dict[str, Any], markdown: str) -> None:
+        atomic_write_text(self.root / SUMMARY_JSON, json.dumps(summary, indent=2, allow_nan=True) + "\n")
+        atomic_write_text(self.root / SUMMARY_MD, markdown)
