@@ -1,0 +1,158 @@
+"""Rule registry, spec grammar and the grader dispatcher."""
+
+from __future__ import annotations
+
+import pytest
+
+import trex_eval.grading as grading
+from trex_eval.errors import ConfigError, GradingError
+from trex_eval.grading import (
+    RULE_SUMMARIES,
+    STRUCTURE_VARIANTS,
+    ObjectiveRule,
+    get_rule,
+    grade_objective,
+    objective_grader,
+    rule_names,
+    structure_grader,
+)
+from trex_eval.grading.objective_tolerance import Tolerance, ToleranceRule
+from trex_eval.records import (
+    ExecStatus,
+    Execution,
+    LinearModel,
+    ObjectiveReference,
+    SolveRecord,
+    SolveStatus,
+    Verdict,
+)
+
+
+class TestSpecs:
+    @pytest.mark.parametrize(
+        ("spec", "canonical", "tolerance"),
+        [
+            ("strict", "strict@1", Tolerance(rtol=1e-4, atol=1e-6)),
+            ("strict:rtol=1e-6,atol=1e-9", "strict@1:rtol=1e-06,atol=1e-09", Tolerance(rtol=1e-6, atol=1e-9)),
+            ("rel:1e-4", "rel@1:rtol=0.0001", Tolerance(rtol=1e-4, atol=0.0)),
+            ("abs:1e-6", "abs@1:atol=1e-06", Tolerance(rtol=0.0, atol=1e-6)),
+            ("round:2", "round@1:digits=2", Tolerance(rtol=0.0, atol=0.0, digits=2)),
+            ("round:0,rtol=0.05", "round@1:rtol=0.05,digits=0", Tolerance(rtol=0.05, atol=0.0, digits=0)),
+            ("orlm", "orlm@1", Tolerance(rtol=0.05, atol=0.0, digits=0)),
+            ("sirl", "sirl@1", Tolerance(rtol=1e-6, atol=1e-6)),
+        ],
+    )
+    def test_tolerance_rules(self, spec: str, canonical: str, tolerance: Tolerance) -> None:
+        rule = get_rule(spec)
+        assert isinstance(rule, ToleranceRule)
+        assert rule.spec == canonical
+        assert rule.tolerance == tolerance
+        assert get_rule(canonical) == rule
+
+    def test_trex_compat(self) -> None:
+        assert get_rule("trex-compat").spec == "trex-compat@1"
+        assert get_rule("trex-compat:1e-5").spec == "trex-compat@1:atol=1e-05"
+        assert get_rule("trex-compat@1:atol=1e-05") == get_rule("trex-compat:1e-5")
+
+    def test_whitespace_and_case(self) -> None:
+        assert get_rule(" Strict : rtol = 1e-6 , atol=1e-9 ") == get_rule("strict:rtol=1e-6,atol=1e-9")
+
+    def test_defaults_are_not_repeated_in_the_spec(self) -> None:
+        assert get_rule("strict:rtol=1e-4,atol=1e-6").spec == "strict@1"
+        assert get_rule("strict:printed=false").spec == "strict@1"
+        assert get_rule("strict:printed=yes").spec == "strict@1:printed=true"
+
+    def test_every_registered_rule_is_described(self) -> None:
+        assert set(rule_names()) == {"strict", "rel", "abs", "round", "orlm", "sirl", "trex-compat"}
+        assert rule_names()[0] == "strict"
+        for name in rule_names():
+            assert RULE_SUMMARIES[name]
+        for spec in ("strict", "rel:1e-3", "abs:1", "round:1", "orlm", "sirl", "trex-compat"):
+            rule = get_rule(spec)
+            assert isinstance(rule, ObjectiveRule)
+            assert rule.description and "\n" not in rule.description
+
+    def test_description_states_the_parameters(self) -> None:
+        assert "1e-06 + 0.0001·|ref|" in get_rule("strict").description
+        assert "1e-09 + 1e-06·|ref|" in get_rule("strict:rtol=1e-6,atol=1e-9").description
+        assert "rounding both to 0 decimals" in get_rule("orlm").description
+        assert "printed objective" in get_rule("strict:printed=true").description
+
+    @pytest.mark.parametrize(
+        ("spec", "message"),
+        [
+            ("exact", "unknown objective rule"),
+            ("strict@2", "version 1"),
+            ("strict@", "malformed"),
+            ("@1", "malformed"),
+            ("", "malformed"),
+            ("strict:", "empty or malformed"),
+            ("strict:rtol=", "empty or malformed"),
+            ("strict:rtol=1e-6,", "empty or malformed"),
+            ("strict:1e-6", "no bare value"),
+            ("abs:atol=1e-3,0.5", "after the first position"),
+            ("strict:tol=1e-6", "unknown parameter"),
+            ("strict:rtol=1e-6,rtol=1e-5", "given twice"),
+            ("abs:1e-3,atol=1e-4", "given twice"),
+            ("rel", "needs its rtol"),
+            ("round", "needs its digits"),
+            ("strict:rtol=-1e-6", ">= 0"),
+            ("strict:atol=nan", ">= 0"),
+            ("strict:atol=inf", ">= 0"),
+            ("strict:rtol=small", "not a number"),
+            ("round:1.5", "not an integer"),
+            ("strict:printed=maybe", "true/false"),
+            ("trex-compat:rtol=1e-4", "unknown parameter"),
+        ],
+    )
+    def test_bad_specs(self, spec: str, message: str) -> None:
+        with pytest.raises(ConfigError, match=message):
+            get_rule(spec)
+
+
+def simple_model() -> LinearModel:
+    """min 3x + 2y s.t. x + y >= 4, x + 3y >= 6, x, y >= 0."""
+    inf = float("inf")
+    return LinearModel(
+        sense="min",
+        var_names=("x", "y"),
+        obj=(3.0, 2.0),
+        lb=(0.0, 0.0),
+        ub=(inf, inf),
+        vtype=("C", "C"),
+        row_names=("c0", "c1"),
+        row_lower=(4.0, 6.0),
+        row_upper=(inf, inf),
+        a_row=(0, 0, 1, 1),
+        a_col=(0, 1, 0, 1),
+        a_val=(1.0, 1.0, 1.0, 3.0),
+    )
+
+
+class TestDispatcher:
+    def test_objective_grader_is_the_rules_grade(self) -> None:
+        hooked = SolveRecord(library="highspy", status=SolveStatus.OPTIMAL, raw_status="ok", objective=8.0)
+        execution = Execution(status=ExecStatus.OK, solves=(hooked,))
+        reference = ObjectiveReference(value=8.0, label="8")
+        for spec in ("strict", "trex-compat"):
+            expected = grade_objective(execution, reference, rule=spec)
+            assert objective_grader(spec)(execution, reference) == expected
+        # The hooked solve counts for strict; trex-compat finds no `model` binding.
+        assert objective_grader()(execution, reference).verdict is Verdict.CORRECT
+        assert objective_grader("trex-compat")(execution, reference).verdict is Verdict.WRONG
+
+    def test_unknown_structure_variant(self) -> None:
+        with pytest.raises(ConfigError, match="unknown structure grader"):
+            structure_grader("wl")
+
+    def test_missing_structure_module_is_a_clear_error(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(grading, "STRUCTURE_VARIANTS", {"gone": "trex_eval.grading.no_such_module:check"})
+        with pytest.raises(GradingError, match="not available"):
+            structure_grader("gone")
+
+    @pytest.mark.parametrize("variant", sorted(STRUCTURE_VARIANTS))
+    def test_structure_variants_resolve_and_accept_an_identical_model(self, variant: str) -> None:
+        grader = structure_grader(variant)
+        grade = grader(simple_model(), simple_model())
+        assert grade.verdict is Verdict.CORRECT
+        assert grade.rule.startswith(variant)

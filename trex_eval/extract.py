@@ -1,0 +1,382 @@
+"""Completion -> Program: pull the solver program out of a model's answer. Pure (no I/O).
+
+Three extractors are registered (``extract(..., extractor=name)``):
+
+``default``
+    What a careful reader would run. Reasoning is never a source of code: ``<think>…</think>``
+    (and ``<redacted_reasoning>…``) spans are removed from ``Completion.text`` first, an orphan
+    closing tag (servers that strip the opening ``<think>``) removes everything before it, an
+    unclosed opening tag removes everything after it, and ``Completion.reasoning`` is not read.
+    In the remaining answer the candidates are fenced blocks tagged ``python``, ``py``,
+    ``python3``, ``py3`` (any case) or untagged, and ``<python>…</python>`` tags without fences
+    inside. The choice prefers the *final complete program* over drafts:
+
+    1. the last closed candidate that parses (``ast``) and contains an ``import`` -- a complete,
+       self-contained program; else a block left open at the end of the output (truncated at
+       ``max_tokens``) that parses and imports;
+    2. else the last candidate that parses (a fragment: it will probably fail at run time),
+       closed ones first;
+    3. else the last closed block explicitly tagged as Python (it does not parse: the program
+       then fails as ``syntax_error``, which says more than ``no_code``);
+    4. with no candidate at all, the whole answer when it parses and imports something
+       (raw code without fences).
+
+    An unterminated block that does not parse and an untagged block that does not parse
+    (printed output, LP text) are never chosen. Otherwise ``code`` is ``None`` and ``reason``
+    says what was found instead.
+
+``trex-compat-solver``
+    The reference harness's extractor for NL4OPT, OptiBench and B4O-Feasible (reference-harness
+    §3.1), quirks included: the *longest* ```` ```python ```` block anywhere wins (drafts inside
+    ``<think>`` included); otherwise the longest of any fence, so a ```` ```py ```` block keeps
+    its ``py`` tag as the first line of code.
+
+``trex-compat-orgeval``
+    The reference harness's ORGEval extractor (§3.2): the text after the last ``</think>`` is
+    searched before the whole response; applied twice, as the reference does.
+
+    In both compat extractors a rule fires as soon as its regex matches at all (so an empty
+    fence yields empty code, reported as ``code=None``), "longest" compares match lengths before
+    stripping, and the first of equally long matches wins.
+
+All extractors read ``Completion.text`` only. A completion that carries an API ``error`` yields
+``code=None``. ``Program.reason`` names the rule that fired, e.g.
+``"last complete ```python fence after </think>"``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from trex_eval.errors import ConfigError
+from trex_eval.records import Completion, Program
+
+DEFAULT_EXTRACTOR = "default"
+
+Extraction = tuple[str | None, str]
+"""``(code, reason)`` returned by an extractor function; ``code`` is ``None`` when nothing usable."""
+
+
+def extract(completion: Completion | str, *, extractor: str = DEFAULT_EXTRACTOR) -> Program:
+    """Extract the program from ``completion`` with the named extractor.
+
+    A plain string is treated as ``Completion.text``. An empty extraction (only whitespace) is
+    reported as ``code=None``.
+
+    Raises:
+        ConfigError: ``extractor`` is not a registered name (see :data:`EXTRACTORS`).
+    """
+    function = EXTRACTORS.get(extractor)
+    if function is None:
+        raise ConfigError(
+            f"unknown extractor {extractor!r}", hint=f"choose one of: {', '.join(sorted(EXTRACTORS))}"
+        )
+    if isinstance(completion, Completion):
+        if completion.error is not None:
+            return Program(code=None, extractor=extractor, reason=f"no completion: {completion.error}")
+        text = completion.text
+    else:
+        text = completion
+    code, reason = function(text)
+    if code is not None and not code.strip():
+        return Program(code=None, extractor=extractor, reason=f"{reason} (empty)")
+    return Program(code=code, extractor=extractor, reason=reason)
+
+
+# --------------------------------------------------------------------------- default extractor
+
+_PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
+_REASONING_TAG = re.compile(r"<(/?)(think|redacted_reasoning)>", re.IGNORECASE)
+_FENCE_OPEN = re.compile(r"[ \t]*(`{3,})[ \t]*([^`\n]*)")
+_PYTHON_TAG_BLOCK = re.compile(r"<python>(.*?)(</python>|\Z)", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Block:
+    """A code candidate in the answer text; ``start``/``end`` are character offsets.
+
+    ``explicit`` is true when the block declares itself Python (a Python fence tag or a
+    ``<python>`` tag), false for an untagged fence.
+    """
+
+    code: str
+    label: str
+    start: int
+    end: int
+    closed: bool
+    explicit: bool
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """The answer text with reasoning removed, and what the removal saw."""
+
+    text: str
+    removed_reasoning: bool
+    unclosed_reasoning: bool
+    reasoning_text: str
+
+
+def _split_reasoning(text: str) -> _Answer:
+    """Remove reasoning spans; a nested opening tag inside a span is part of the reasoning."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    position = 0
+    inside = False
+    removed = False
+    for tag in _REASONING_TAG.finditer(text):
+        closing = tag.group(1) == "/"
+        if not closing and not inside:
+            kept.append(text[position : tag.start()])
+            position = tag.end()
+            inside = True
+        elif closing and inside:
+            dropped.append(text[position : tag.start()])
+            position = tag.end()
+            inside = False
+            removed = True
+        elif closing:
+            # An orphan closing tag: the server stripped the opening one, so all before it was reasoning.
+            dropped.extend(kept)
+            dropped.append(text[position : tag.start()])
+            kept = []
+            position = tag.end()
+            removed = True
+    if inside:
+        dropped.append(text[position:])
+    else:
+        kept.append(text[position:])
+    return _Answer(
+        text="".join(kept),
+        removed_reasoning=removed or inside,
+        unclosed_reasoning=inside,
+        reasoning_text="".join(dropped),
+    )
+
+
+def _fenced_blocks(text: str) -> list[_Block]:
+    """Python and untagged Markdown fenced blocks (three or more backticks); the last may be open.
+
+    Fences of other languages (```bash, ```json, ```lp ...) are consumed, so that their closing
+    lines pair correctly, but are not returned.
+    """
+    blocks: list[_Block] = []
+    lines = text.splitlines(keepends=True)
+    offset = 0
+    index = 0
+    while index < len(lines):
+        opening = _FENCE_OPEN.fullmatch(lines[index].rstrip("\n"))
+        if opening is None:
+            offset += len(lines[index])
+            index += 1
+            continue
+        ticks = len(opening.group(1))
+        info = opening.group(2).strip()
+        tag = info.split()[0].lower() if info else ""
+        start = offset
+        offset += len(lines[index])
+        index += 1
+        body: list[str] = []
+        closed = False
+        while index < len(lines):
+            line = lines[index]
+            offset += len(line)
+            index += 1
+            stripped = line.strip()
+            if len(stripped) >= ticks and set(stripped) == {"`"}:
+                closed = True
+                break
+            body.append(line)
+        if tag and tag not in _PYTHON_TAGS:
+            continue
+        blocks.append(
+            _Block(
+                code=textwrap.dedent("".join(body)),
+                label=f"```{tag} fence" if tag else "untagged ``` fence",
+                start=start,
+                end=offset,
+                closed=closed,
+                explicit=bool(tag),
+            )
+        )
+    return blocks
+
+
+def _candidates(text: str) -> list[_Block]:
+    fences = _fenced_blocks(text)
+    tags = [
+        _Block(
+            code=textwrap.dedent(match.group(1)).strip("\n") + "\n",
+            label="<python> tag",
+            start=match.start(),
+            end=match.end(),
+            closed=bool(match.group(2)),
+            explicit=True,
+        )
+        for match in _PYTHON_TAG_BLOCK.finditer(text)
+    ]
+    # A tag wrapping a fence is represented by the fence itself (the tag body holds backticks);
+    # a tag inside a fence is part of that fence's code.
+    tags = [tag for tag in tags if not any(f.start < tag.end and tag.start < f.end for f in fences)]
+    return sorted(fences + tags, key=lambda block: block.start)
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    parses: bool
+    imports: bool
+
+
+def _inspect(code: str) -> _Parsed:
+    try:
+        # Programs often contain regex strings with invalid escapes; the warning is noise here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _Parsed(parses=False, imports=False)
+    imports = any(isinstance(node, ast.Import | ast.ImportFrom) for node in ast.walk(tree))
+    return _Parsed(parses=True, imports=imports)
+
+
+_RANK_WORDING = (
+    "last complete {label}",
+    "unterminated (truncated output?) but complete {label}",
+    "last {label} that parses but imports nothing",
+    "unterminated {label} that parses but imports nothing",
+    "last {label}, which does not parse",
+)
+
+
+def _rank(block: _Block, parsed: _Parsed) -> int | None:
+    """Preference class of a candidate (lower is better; ``None``: never chosen), indexing
+    ``_RANK_WORDING``. Closed blocks beat an unterminated one of the same quality."""
+    if parsed.parses:
+        quality = 0 if parsed.imports else 2
+        return quality if block.closed else quality + 1
+    if block.closed and block.explicit:
+        return 4
+    return None
+
+
+def _extract_default(text: str) -> Extraction:
+    answer = _split_reasoning(text.replace("\r\n", "\n"))
+    where = " after </think>" if answer.removed_reasoning else ""
+    blocks = _candidates(answer.text)
+    ranked = [(rank, block) for block in blocks if (rank := _rank(block, _inspect(block.code))) is not None]
+    if ranked:
+        best = min(rank for rank, _ in ranked)
+        chosen = [block for rank, block in ranked if rank == best][-1]
+        count = f" ({len(blocks)} code blocks in the answer)" if len(blocks) > 1 else ""
+        return chosen.code, _RANK_WORDING[best].format(label=chosen.label) + where + count
+    if blocks:
+        return None, f"no_code: the only code block{where} is unterminated and does not parse (truncated?)"
+
+    whole = answer.text.strip()
+    parsed = _inspect(whole)
+    if whole and parsed.parses and parsed.imports:
+        return whole + "\n", f"whole answer{where} is a Python program (no fences)"
+    if answer.unclosed_reasoning:
+        return None, "no_code: <think> is never closed (output truncated inside the reasoning?)"
+    if _candidates(answer.reasoning_text):
+        return None, "no_code: code appears only inside <think> reasoning, which is never run"
+    return None, f"no_code: no Python block or program in the answer{where}"
+
+
+# --------------------------------------------------------------------------- trex-compat extractors
+# Regexes as the reference harness writes them (reference-harness §3.1, §3.2). ``findall`` with
+# non-greedy bodies pairs each opening fence with the next ``` anywhere, tag line included.
+
+_COMPAT_PYTHON_FENCE = re.compile(r"```python\s*(.*?)```", re.DOTALL)
+_COMPAT_ANY_FENCE = re.compile(r"```\s*(.*?)```", re.DOTALL)
+_COMPAT_PYTHON_TAG = re.compile(r"<python>\s*(.*?)\s*</python>", re.DOTALL | re.IGNORECASE)
+_COMPAT_THINK_END = re.compile(r"</think>|</redacted_reasoning>", re.IGNORECASE)
+_COMPAT_MIN_FENCE_CHARS = 50
+
+
+def _longest(matches: Sequence[str]) -> str:
+    """The longest match, first among equals (``max`` semantics), measured before stripping."""
+    return max(matches, key=len)
+
+
+def _compat_fenced(text: str) -> tuple[str, str] | None:
+    """§3.1 inner preference: longest ```python block, else longest ``` block over 50 stripped chars."""
+    python = _COMPAT_PYTHON_FENCE.findall(text)
+    if python:
+        return _longest(python).strip(), "longest ```python fence"
+    long_fences = [m for m in _COMPAT_ANY_FENCE.findall(text) if len(m.strip()) > _COMPAT_MIN_FENCE_CHARS]
+    if long_fences:
+        return _longest(long_fences).strip(), "longest ``` fence over 50 chars"
+    return None
+
+
+def _extract_compat_solver(text: str) -> Extraction:
+    """Reference-harness §3.1 (``lp_utils.extract_python_code``): first rule with a match wins."""
+    python = _COMPAT_PYTHON_FENCE.findall(text)
+    if python:
+        return _longest(python).strip(), f"§3.1 rule 1: longest of {len(python)} ```python fences"
+    fences = _COMPAT_ANY_FENCE.findall(text)
+    if fences:
+        long_fences = [m for m in fences if len(m.strip()) > _COMPAT_MIN_FENCE_CHARS]
+        pool = long_fences or fences
+        qualifier = "over 50 chars" if long_fences else "(none over 50 chars)"
+        return _longest(pool).strip(), f"§3.1 rule 2: longest of {len(pool)} ``` fences {qualifier}"
+    tags = _COMPAT_PYTHON_TAG.findall(text)
+    if tags:
+        body = _longest(tags)
+        inner = _compat_fenced(body)
+        if inner is not None:
+            return inner[0], f"§3.1 rule 3: {inner[1]} inside the longest <python> tag"
+        return body, "§3.1 rule 3: body of the longest <python> tag"
+    pieces = _COMPAT_THINK_END.split(text)
+    if len(pieces) > 1:
+        after = pieces[-1]
+        inner = _compat_fenced(after)
+        if inner is not None:
+            return inner[0], f"§3.1 rule 4: {inner[1]} after the last </think>"
+        if after.strip():
+            return after.strip(), "§3.1 rule 4: text after the last </think>"
+    # Rule 5 (blocks inside <think>) cannot fire: rules 1-2 already searched the whole text.
+    return text, "§3.1 rule 6: whole response"
+
+
+def _orgeval_once(text: str) -> Extraction:
+    pieces = _COMPAT_THINK_END.split(text)
+    has_marker = len(pieces) > 1
+    after = pieces[-1].strip() if has_marker else text
+    for pattern, kind in ((_COMPAT_PYTHON_FENCE, "```python"), (_COMPAT_ANY_FENCE, "```")):
+        for content, where in ((after, "after </think>"), (text, "in the whole response")):
+            matches = pattern.findall(content)
+            if matches:
+                return _longest(matches).strip(), f"§3.2: longest {kind} fence {where}"
+    if has_marker and after:
+        return after, "§3.2: text after the last </think>"
+    return text, "§3.2: whole response"
+
+
+def _extract_compat_orgeval(text: str) -> Extraction:
+    """Reference-harness §3.2 (``_lp_utils.extract_python_code``), applied twice like the reference
+    (once when evaluating the completion, again when converting the code to an LP file)."""
+    first, reason = _orgeval_once(text)
+    second, second_reason = _orgeval_once(first or "")
+    if second != first:
+        reason = f"{reason}, then on the second pass {second_reason.removeprefix('§3.2: ')}"
+    return second, reason
+
+
+# --------------------------------------------------------------------------- registry
+
+EXTRACTORS: Mapping[str, Callable[[str], Extraction]] = MappingProxyType(
+    {
+        DEFAULT_EXTRACTOR: _extract_default,
+        "trex-compat-solver": _extract_compat_solver,
+        "trex-compat-orgeval": _extract_compat_orgeval,
+    }
+)
+"""Extractor name -> function of the completion text."""
