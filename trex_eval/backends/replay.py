@@ -1,0 +1,344 @@
+"""The ``replay`` backend: completions recorded earlier, read from a JSONL file.
+
+Generate once, grade many: re-grade a run under another rule, or grade completions produced
+elsewhere, without calling a model. The file is indexed once, at :meth:`ReplayBackend.start`.
+
+Options (``BackendSpec.options``):
+
+``path`` (required)
+    The JSONL file: one JSON object per line; blank lines are skipped.
+``id_field`` (default ``problem_id``)
+    Field holding the problem id (a string or an integer).
+``text_field`` (default ``completion``)
+    Field holding the completion: a string (the completion text) or an object in the shape of
+    :class:`~trex_eval.records.Completion`, replayed with all its fields (reasoning, usage,
+    finish_reason, error, ...). ``null`` replays as a failed request.
+``sample_field`` (default: ``sample_index`` when the file's first record has that field)
+    Field holding the 0-based sample index. Without one, the records of an id are samples 0, 1,
+    2, ... in file order.
+``benchmark_field`` (default: ``benchmark`` when the file's first record has that field)
+    Field holding the benchmark name; records are then matched on benchmark too (ids repeat
+    across benchmarks: NL4OPT and OptiBench both have a problem ``"5"``).
+
+Field names may be dotted paths into nested objects, with integer steps into lists
+(``response.choices.0.message.content``). With the defaults, a trex-eval ``samples.jsonl`` from an
+earlier run replays as it is: its records carry ``benchmark``, ``problem_id``, ``sample_index``
+and a full ``completion`` object.
+
+When a key (benchmark, id, sample) occurs on several lines, the last one wins, as in an
+append-only run file. A request with no recorded completion gets a Completion with ``error`` set
+(``"no recorded completion for <id> ..."``). A malformed line is a :class:`ConfigError` naming
+the file and line, except a last line that is not valid JSON and has no line break: that is what
+an interrupted writer leaves, and it is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
+from trex_eval.errors import BackendError, ConfigError
+from trex_eval.records import Completion
+
+_MISSING = object()
+
+
+class ReplayOptions(BaseModel):
+    """Options of the ``replay`` backend (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    id_field: str = "problem_id"
+    text_field: str = "completion"
+    sample_field: str | None = None
+    benchmark_field: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplayFields:
+    """The field paths in force for one file, after the ``sample``/``benchmark`` defaults."""
+
+    id: str
+    text: str
+    sample: str | None
+    benchmark: str | None
+
+
+ReplayKey = tuple[str | None, str, int]
+"""(benchmark or ``None`` when the file has no benchmark field, problem id, sample index)."""
+
+
+@dataclass(frozen=True)
+class ReplayIndex:
+    """Recorded completions of one file by :data:`ReplayKey`, plus the file's provenance."""
+
+    path: Path
+    sha256: str
+    fields: ReplayFields
+    completions: Mapping[ReplayKey, Completion]
+    records: int
+    skipped_torn_line: bool
+
+    def lookup(self, *, benchmark: str, problem_id: str, sample_index: int) -> Completion | None:
+        scope = benchmark if self.fields.benchmark is not None else None
+        return self.completions.get((scope, problem_id, sample_index))
+
+
+def _field_value(record: Mapping[str, object], path: str) -> object:
+    """The value at dotted ``path`` in ``record``; ``_MISSING`` when a step does not exist.
+
+    A key that contains dots itself is found when it is the whole path.
+    """
+    if path in record:
+        return record[path]
+    value: object = record
+    for step in path.split("."):
+        if isinstance(value, Mapping) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
+            value = value[int(step)]
+        else:
+            return _MISSING
+    return value
+
+
+def load_index(path: Path, options: ReplayOptions, *, model: str | None = None) -> ReplayIndex:
+    """Read and index a replay file.
+
+    Args:
+        path: the JSONL file.
+        options: field names (``options.path`` is not used here).
+        model: ``Completion.model`` for records that hold only a text.
+
+    Raises:
+        ConfigError: the file cannot be read, or a line is malformed (``file:line`` in ``where``).
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read replay file: {exc.strerror}", where=str(path), hint="check the replay option path="
+        ) from None
+    reader = _RecordReader(path, options, model=model)
+    lines = data.split(b"\n")
+    torn = False
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        is_last = number == len(lines)
+        try:
+            record = _json_object(raw)
+        except ValueError as exc:
+            if is_last:  # no line break after it: an interrupted append
+                torn = True
+                continue
+            raise ConfigError(f"malformed line: {exc}", where=f"{path}:{number}") from None
+        reader.add(record, line=number)
+    return ReplayIndex(
+        path=path,
+        sha256=hashlib.sha256(data).hexdigest(),
+        fields=reader.fields or _fields(options, first={}),
+        completions=reader.completions,
+        records=reader.records,
+        skipped_torn_line=torn,
+    )
+
+
+def _json_object(raw: bytes) -> dict[str, object]:
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, found {type(value).__name__}")
+    return value
+
+
+def _fields(options: ReplayOptions, *, first: Mapping[str, object]) -> ReplayFields:
+    return ReplayFields(
+        id=options.id_field,
+        text=options.text_field,
+        sample=options.sample_field or ("sample_index" if "sample_index" in first else None),
+        benchmark=options.benchmark_field or ("benchmark" if "benchmark" in first else None),
+    )
+
+
+class _RecordReader:
+    """Turns records into index entries; the field defaults are fixed by the first record."""
+
+    def __init__(self, path: Path, options: ReplayOptions, *, model: str | None) -> None:
+        self._path = path
+        self._options = options
+        self._model = model
+        self.fields: ReplayFields | None = None
+        self.completions: dict[ReplayKey, Completion] = {}
+        self.records = 0
+        self._seen: Counter[tuple[str | None, str]] = Counter()
+
+    def add(self, record: Mapping[str, object], *, line: int) -> None:
+        if self.fields is None:
+            self.fields = _fields(self._options, first=record)
+        fields = self.fields
+        where = f"{self._path}:{line}"
+        problem_id = _id_text(self._required(record, fields.id, where), field=fields.id, where=where)
+        benchmark = None
+        if fields.benchmark is not None:
+            benchmark = _id_text(
+                self._required(record, fields.benchmark, where), field=fields.benchmark, where=where
+            )
+        if fields.sample is not None:
+            sample = self._required(record, fields.sample, where)
+            if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+                raise ConfigError(f"field '{fields.sample}' must be a non-negative integer", where=where)
+        else:
+            sample = self._seen[(benchmark, problem_id)]
+            self._seen[(benchmark, problem_id)] += 1
+        value = self._required(record, fields.text, where)
+        completion = self._completion(
+            value, field=fields.text, problem_id=problem_id, sample_index=sample, where=where
+        )
+        self.completions[(benchmark, problem_id, sample)] = completion
+        self.records += 1
+
+    def _required(self, record: Mapping[str, object], path: str, where: str) -> object:
+        value = _field_value(record, path)
+        if value is _MISSING:
+            raise ConfigError(
+                f"no field '{path}' in this record",
+                where=where,
+                hint="name the right field with the replay options id_field=, text_field=, sample_field=, "
+                "benchmark_field=",
+            )
+        return value
+
+    def _completion(
+        self, value: object, *, field: str, problem_id: str, sample_index: int, where: str
+    ) -> Completion:
+        if isinstance(value, str):
+            return Completion(problem_id=problem_id, sample_index=sample_index, text=value, model=self._model)
+        if value is None:
+            return Completion(
+                problem_id=problem_id,
+                sample_index=sample_index,
+                text="",
+                model=self._model,
+                error="the recorded completion is null",
+            )
+        if isinstance(value, dict):
+            try:
+                return Completion.model_validate(
+                    {**value, "problem_id": problem_id, "sample_index": sample_index}
+                )
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                raise ConfigError(
+                    f"field '{field}' is an object but not a completion record ({problems})",
+                    where=where,
+                    hint="point text_field at the text itself, e.g. text_field=completion.text",
+                ) from None
+        raise ConfigError(
+            f"field '{field}' must be a string or a completion object, found {type(value).__name__}",
+            where=where,
+        )
+
+
+def _id_text(value: object, *, field: str, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise ConfigError(
+        f"field '{field}' must be a string or an integer, found {type(value).__name__}", where=where
+    )
+
+
+class ReplayBackend:
+    """Serves completions from a replay file (see the module docstring)."""
+
+    def __init__(self, spec: BackendSpec) -> None:
+        self.name = spec.name
+        self._model = spec.model or None
+        try:
+            self._options = ReplayOptions.model_validate(spec.options)
+        except ValidationError as exc:
+            missing = any(e["type"] == "missing" and e["loc"] == ("path",) for e in exc.errors())
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(
+                f"invalid option: {problems}",
+                where=f"model preset '{spec.name}'",
+                hint="give the file to replay: --opt path=results/<run>/samples.jsonl" if missing else None,
+            ) from None
+        self._path = Path(self._options.path).expanduser().resolve()
+        self._index: ReplayIndex | None = None
+
+    async def start(self) -> None:
+        """Index the file (once).
+
+        Raises:
+            ConfigError: unreadable file or malformed line.
+        """
+        if self._index is None:
+            self._index = load_index(self._path, self._options, model=self._model)
+
+    async def close(self) -> None:
+        return None
+
+    def describe(self) -> Mapping[str, object]:
+        """File path, digest and record count (after :meth:`start`), and the fields in force."""
+        index = self._index
+        description: dict[str, object] = {"backend": "replay", "path": str(self._path)}
+        if index is not None:
+            description |= {
+                "sha256": index.sha256,
+                "records": index.records,
+                "completions": len(index.completions),
+                "skipped_torn_line": index.skipped_torn_line,
+                "fields": {
+                    "id": index.fields.id,
+                    "text": index.fields.text,
+                    "sample": index.fields.sample,
+                    "benchmark": index.fields.benchmark,
+                },
+            }
+        return description
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        """The recorded completion for the request's (benchmark, problem id, sample index).
+
+        Raises:
+            BackendError: the backend was not started (the file is not indexed yet).
+        """
+        if self._index is None:
+            raise BackendError(f"backend for model preset '{self.name}' is not started: call start() first")
+        problem = request.problem
+        found = self._index.lookup(
+            benchmark=problem.benchmark, problem_id=problem.id, sample_index=request.sample_index
+        )
+        if found is not None:
+            return found
+        scope = f"benchmark {problem.benchmark}, " if self._index.fields.benchmark is not None else ""
+        return Completion(
+            problem_id=problem.id,
+            sample_index=request.sample_index,
+            text="",
+            model=self._model,
+            error=f"no recorded completion for {problem.id} ({scope}sample {request.sample_index}) "
+            f"in {self._path.name}",
+        )
+
+
+def create(spec: BackendSpec) -> Backend:
+    """Factory of the ``replay`` backend.
+
+    Raises:
+        ConfigError: ``path`` missing, or an unknown option.
+    """
+    return ReplayBackend(spec)
