@@ -1,0 +1,33 @@
+"""Fixtures for the gurobipy-compat tests.
+
+The test process itself imports *real* gurobipy (as the oracle: it runs the reference side of
+every differential test and parses LP files); the compat layer runs in subprocesses, or is
+imported in-process under its package path ``trex_eval.sandbox.runtime.compat.gurobipy``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session")
+def real_gurobipy() -> ModuleType:
+    """Real gurobipy with a working licence; the differential tests skip without one (the
+    pip licence is size-limited and expires on a fixed date, see environment-notes.md)."""
+    try:
+        import gurobipy
+    except ImportError:
+        pytest.skip("real gurobipy is not installed: nothing to compare the compat layer with")
+    if hasattr(gurobipy, "TREX_COMPAT"):
+        pytest.fail("the compat layer shadows real gurobipy in the test process")
+    try:
+        gurobipy.Model().dispose()
+    except gurobipy.GurobiError as error:
+        pytest.skip(f"real gurobipy cannot start (licence): {error}")
+    return gurobipy

@@ -1,0 +1,106 @@
+"""gurobipy-compat: the gurobipy 13 API on HiGHS, for running Gurobi programs without a licence.
+
+Inside the sandbox this package is imported *as* ``gurobipy`` (its parent folder comes first on
+``sys.path``). It imports only the standard library at import time; ``numpy`` and ``highspy``
+load on the first ``optimize()``. Nothing here imports ``trex_eval``.
+
+Supported: ``Model`` (``addVar(s)`` with multi-dimensional, list and dict arguments,
+``addConstr(s)`` including generator, range, indicator and ``var == max_(...)`` forms,
+``addLConstr``, ``addQConstr``, ``addRange``, ``addSOS``, ``addGenConstr{Max,Min,Abs,And,Or,Norm,
+Indicator,PWL}``, ``setObjective``, ``update``, ``optimize``, ``write`` to ``.lp`` (Gurobi's exact
+dialect), ``.mps``, ``.sol``, ``.mst``, ``.prm``, ``getAttr``/``setAttr``, ``Params``, ``remove``,
+``copy``, ``relax``), ``Var``/``LinExpr``/``QuadExpr`` arithmetic, ``quicksum``, ``tupledict``,
+``tuplelist``, ``multidict``, ``Env``, and ``GRB`` with the real constant values.
+
+Solved by HiGHS: LP, MILP and convex continuous QP. Models that only real Gurobi can solve
+(quadratic constraints, non-convex or mixed-integer quadratic objectives, SOS, general
+constraints) make ``optimize()`` raise :class:`NeedsGurobiError`; real gurobipy APIs that are not
+emulated raise :class:`CompatNotImplementedError` naming the API. See
+``docs/gurobipy-compat.md`` for the full contract.
+"""
+
+from __future__ import annotations
+
+from ._env import Env, disposeDefaultEnv, getParamInfo, resetParams, setParam
+from ._errors import (
+    NEEDS_GUROBI_ERRNO,
+    NEEDS_GUROBI_EVENTS,
+    CompatNotImplementedError,
+    GurobiError,
+    NeedsGurobiError,
+)
+from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, abs_, and_, max_, min_, norm, or_, quicksum
+from ._facts import API_VERSION, MODULE_NAMES
+from ._grb import GRB
+from ._model import Model
+from ._objects import SOS, Constr, GenConstr, QConstr
+from ._tuples import multidict, tupledict, tuplelist
+
+#: Marks this package as the compat layer (real gurobipy has no such name); its value is the
+#: layer's own version. The sandbox records ``"compat"`` as the gurobipy flavour when present.
+TREX_COMPAT = "1.0"
+
+#: The gurobipy API level this layer reproduces.
+__version__ = ".".join(str(part) for part in API_VERSION)
+
+
+class gurobi:
+    """gurobipy's ``gurobi`` helper namespace."""
+
+    @staticmethod
+    def version() -> tuple[int, int, int]:
+        """The emulated gurobipy API version, ``(13, 0, 3)``."""
+        return API_VERSION
+
+    @staticmethod
+    def platform() -> str:
+        return "linux64"
+
+
+def read(filename: str, env: Env | None = None) -> Model:
+    """Reading model files needs real Gurobi's parsers."""
+    raise CompatNotImplementedError("gurobipy.read")
+
+
+def __getattr__(name: str) -> object:
+    if name in MODULE_NAMES:
+        raise CompatNotImplementedError(f"gurobipy.{name}")
+    raise AttributeError(f"module 'gurobipy' has no attribute '{name}'")
+
+
+__all__ = [
+    "GRB",
+    "NEEDS_GUROBI_ERRNO",
+    "NEEDS_GUROBI_EVENTS",
+    "SOS",
+    "TREX_COMPAT",
+    "CompatNotImplementedError",
+    "Constr",
+    "Env",
+    "GenConstr",
+    "GenExpr",
+    "GurobiError",
+    "LinExpr",
+    "Model",
+    "NeedsGurobiError",
+    "QConstr",
+    "QuadExpr",
+    "TempConstr",
+    "Var",
+    "abs_",
+    "and_",
+    "disposeDefaultEnv",
+    "getParamInfo",
+    "gurobi",
+    "max_",
+    "min_",
+    "multidict",
+    "norm",
+    "or_",
+    "quicksum",
+    "read",
+    "resetParams",
+    "setParam",
+    "tupledict",
+    "tuplelist",
+]

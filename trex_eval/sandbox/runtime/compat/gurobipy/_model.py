@@ -1,0 +1,770 @@
+"""``Model``: building, lazy updates, ``optimize`` (HiGHS) and the queries around them.
+
+Lazy updates work as in gurobipy: every change (new variables and constraints, attribute
+writes, ``setObjective``, ``chgCoeff``, ``remove``) is queued and applied by ``update()`` — which
+``optimize()`` and ``write()`` call first — new variables first, then the rest in call order.
+Until then new objects report the index they will get but reading their attributes raises
+``AttributeError``, attribute reads return the old values, and counts such as ``NumVars`` do not
+include them. Applying a change that alters the model discards the previous solution
+(``Status`` goes back to ``LOADED``).
+
+Attribute access lives in :mod:`._model_attrs`, file output in :mod:`._model_files`, the state
+and its canonical forms in :mod:`._state`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from types import GeneratorType, TracebackType
+from typing import Any
+
+from . import _grb as G
+from ._attrs import canonical_attr
+from ._env import Env, default_env, param_info
+from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, no_attribute
+from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, as_number
+from ._facts import CLASS_NAMES
+from ._highs_solve import check_solvable, solve
+from ._keys import generator_keys, index_keys, key_name
+from ._model_attrs import AttributeAccess
+from ._model_files import write_file
+from ._objects import REMOVED, SOS, Constr, GenConstr, ModelObject, QConstr
+from ._params import ParamsProxy, ParamValue, announce
+from ._state import (
+    VTYPES,
+    ModelState,
+    bound,
+    build_snapshot,
+    check_name,
+    creation_bounds,
+    float_prop,
+    merged_quad,
+    merged_terms,
+    number,
+    optional_number,
+    require_member,
+    sense_code,
+    to_linear,
+    to_quadratic,
+)
+from ._tuples import tupledict
+
+
+class Model(AttributeAccess):
+    """A gurobipy-compatible optimisation model solved with HiGHS.
+
+    ``Model(name="", env=None)``. See the package docstring for what is supported and for the
+    ``needs_gurobi`` contract.
+    """
+
+    _gpc: ModelState
+
+    def __init__(self, name: str = "", env: Env | None = None) -> None:
+        source = env if env is not None else default_env()
+        state = ModelState(check_name(name), source._params.copy())
+        object.__setattr__(self, "_gpc", state)
+
+    # ------------------------------------------------------------------ parameters
+    @property
+    def Params(self) -> ParamsProxy:
+        """Parameters as attributes: ``model.Params.TimeLimit = 60``."""
+        return ParamsProxy(self._gpc.params, self.setParam)
+
+    params = Params
+
+    def setParam(self, paramname: str, newval: object) -> None:
+        """Set parameter ``paramname`` (case-insensitive); ``GurobiError`` if unknown or out of range."""
+        canonical, value = self._gpc.params.set(paramname, newval)
+        announce(self._gpc.params, canonical, value)
+
+    def getParamInfo(
+        self, paramname: str
+    ) -> tuple[str, type, ParamValue, ParamValue, ParamValue, ParamValue]:
+        """``(name, type, current value, minimum, maximum, default)``."""
+        return param_info(self._gpc.params, paramname)
+
+    def resetParams(self) -> None:
+        self._gpc.params.reset()
+
+    # ------------------------------------------------------------------ variables
+    def addVar(
+        self,
+        lb: object = 0.0,
+        ub: object = G.INFINITY,
+        obj: object = 0.0,
+        vtype: object = G.CONTINUOUS,
+        name: object = "",
+        column: object = None,
+    ) -> Var:
+        """Add one variable (visible after the next update)."""
+        if column is not None:
+            raise CompatNotImplementedError("Model.addVar(column=...)")
+        return self._new_var(lb, ub, obj, vtype, check_name(name))
+
+    def _new_var(self, lb: object, ub: object, obj: object, vtype: object, name: str) -> Var:
+        kind = str(vtype).upper() if isinstance(vtype, str) else str(vtype)
+        if kind not in VTYPES:
+            raise invalid_argument(f"Invalid variable type '{vtype}'")
+        low, high = creation_bounds(kind, bound(number(lb, "lb")), bound(number(ub, "ub")))
+        props: dict[str, object] = {
+            "VarName": name,
+            "LB": low,
+            "UB": high,
+            "Obj": number(obj, "obj"),
+            "VType": kind,
+        }
+        state = self._gpc
+        var = Var(self, props, future_index=len(state.vars) + len(state.pending_vars))
+        state.pending_vars.append(var)
+        return var
+
+    def _commit_var(self, var: Var) -> bool:
+        state = self._gpc
+        object.__setattr__(var, "_index", len(state.vars))
+        if not var._props["VarName"]:
+            var._props["VarName"] = f"C{var._index}"
+        state.vars.append(var)
+        return True
+
+    def addVars(
+        self,
+        *indices: object,
+        lb: object = 0.0,
+        ub: object = G.INFINITY,
+        obj: object = 0.0,
+        vtype: object = G.CONTINUOUS,
+        name: object = "",
+    ) -> tupledict:
+        """Add one variable per key of the index product; returns ``tupledict(key -> Var)``.
+
+        ``lb``/``ub``/``obj``/``vtype`` are a scalar, a list in key order or a dict by key;
+        ``name`` is a prefix (names become ``name[key]``), a list or a dict of names.
+        """
+        keys = index_keys(indices)
+        result = tupledict()
+        for position, key in enumerate(keys):
+            if isinstance(name, str):
+                var_name = key_name(name, key) if name else ""
+            else:
+                var_name = str(_pick(name, key, position, len(keys), "name"))
+            result[key] = self._new_var(
+                _pick(lb, key, position, len(keys), "lb"),
+                _pick(ub, key, position, len(keys), "ub"),
+                _pick(obj, key, position, len(keys), "obj"),
+                _pick(vtype, key, position, len(keys), "vtype"),
+                check_name(var_name),
+            )
+        return result
+
+    def addMVar(self, *args: object, **kwargs: object) -> Any:
+        raise CompatNotImplementedError("Model.addMVar (the matrix API)")
+
+    # ------------------------------------------------------------------ constraints
+    def addConstr(self, constr: object, name: object = "", *extra: object) -> Constr | QConstr | GenConstr:
+        """Add a constraint given as a ``TempConstr`` (``expr <= rhs``, ``expr == [lb, ub]``,
+        ``(b == 1) >> (...)``, ``y == max_(...)``); ``True``/``False`` add ``0 <= 0``/``0 <= -1``.
+
+        The old ``addConstr(lhs, sense, rhs)`` form raises ``TypeError`` as in gurobipy 13
+        (use ``addLConstr``)."""
+        if extra:
+            raise TypeError(f"addConstr() takes at most 3 positional arguments ({3 + len(extra)} given)")
+        text = check_name(name)
+        if isinstance(constr, bool):
+            return self._add_linear(LinExpr(), "<", 0.0 if constr else -1.0, text)
+        if not isinstance(constr, TempConstr):
+            raise GurobiError(10003, "Invalid value for Model.addConstr")
+        return self._add_temp(constr, text)
+
+    def _add_temp(self, constr: TempConstr, name: str) -> Constr | QConstr | GenConstr:
+        if constr.kind == "linear":
+            expr = to_linear(constr.lhs) - to_linear(constr.rhs)
+            assert isinstance(expr, LinExpr)
+            return self._add_linear(expr, constr.sense, 0.0, name)
+        if constr.kind == "quadratic":
+            qexpr = to_quadratic(constr.lhs) - to_quadratic(constr.rhs)
+            return self._add_quadratic(qexpr, constr.sense, 0.0, name)
+        if constr.kind == "range":
+            bounds = constr.rhs
+            assert isinstance(bounds, tuple)
+            return self.addRange(constr.lhs, bounds[0], bounds[1], name)
+        if constr.kind == "indicator":
+            condition, implied = constr.lhs, constr.rhs
+            assert isinstance(condition, tuple) and isinstance(implied, TempConstr)
+            return self.addGenConstrIndicator(condition[0], condition[1], implied, name=name)
+        if constr.kind == "general":
+            target, genexpr = constr.lhs, constr.rhs
+            assert isinstance(target, Var) and isinstance(genexpr, GenExpr)
+            return self._add_general(
+                genexpr.kind, name, resvar=target, vars=genexpr.args, constant=genexpr.constant
+            )
+        raise GurobiError(10003, "Invalid value for Model.addConstr")
+
+    def _add_linear(self, expr: LinExpr, sense: str, rhs: float, name: str) -> Constr:
+        row_rhs = rhs - expr._constant
+        constr = Constr(self, {"ConstrName": name, "Sense": sense, "RHS": row_rhs})
+        coeffs, variables = list(expr._coeffs), list(expr._vars)
+        self._gpc.pending.append(lambda: self._commit_constr(constr, coeffs, variables))
+        return constr
+
+    def _commit_constr(self, constr: Constr, coeffs: list[float], variables: list[Var]) -> bool:
+        state = self._gpc
+        object.__setattr__(constr, "_index", len(state.constrs))
+        if not constr._props["ConstrName"]:
+            constr._props["ConstrName"] = f"R{constr._index}"
+        constr._set_row(*merged_terms(self, coeffs, variables))
+        state.constrs.append(constr)
+        return True
+
+    def addLConstr(self, lhs: object, sense: object = None, rhs: object = None, name: object = "") -> Constr:
+        """Add a linear constraint, as a ``TempConstr`` or as ``(lhs, sense, rhs)``."""
+        if isinstance(lhs, TempConstr) and sense is None and rhs is None:
+            if lhs.kind != "linear":
+                raise GurobiError(10003, "addLConstr needs a linear constraint")
+            result = self._add_temp(lhs, check_name(name))
+            assert isinstance(result, Constr)
+            return result
+        expr = to_linear(lhs) - to_linear(rhs)
+        assert isinstance(expr, LinExpr)
+        return self._add_linear(expr, sense_code(sense), 0.0, check_name(name))
+
+    def addConstrs(self, generator: object, name: object = "") -> tupledict:
+        """Add one constraint per item of a generator expression; keys are its loop values."""
+        if not isinstance(generator, GeneratorType):
+            raise KeyError("Missing constraint index")
+        prefix = check_name(name)
+        result = tupledict()
+        for key, constr in generator_keys(generator):
+            label = key_name(prefix, key) if prefix else ""
+            if isinstance(constr, bool):
+                result[key] = self.addConstr(constr, label)
+            elif isinstance(constr, TempConstr):
+                result[key] = self._add_temp(constr, check_name(label))
+            else:
+                raise GurobiError(10003, "Invalid value for Model.addConstrs")
+        return result
+
+    def addRange(self, expr: object, lower: object, upper: object, name: object = "") -> Constr:
+        """``lower <= expr <= upper`` the Gurobi way: ``expr + Rg<name> = upper`` with a new
+        variable ``Rg<name>`` in ``[0, upper - lower]`` (it counts in ``NumVars``)."""
+        low, high = number(lower, "lower"), number(upper, "upper")
+        linear = to_linear(expr)
+        constr = Constr(self, {"ConstrName": check_name(name), "Sense": "=", "RHS": high - linear._constant})
+        coeffs, variables = list(linear._coeffs), list(linear._vars)
+
+        def commit() -> bool:
+            self._commit_constr(constr, coeffs, variables)
+            span = high - low
+            range_var = Var(
+                self,
+                {
+                    "VarName": f"Rg{constr._props['ConstrName']}",
+                    "LB": 0.0,
+                    "UB": span,
+                    "Obj": 0.0,
+                    "VType": "C",
+                },
+            )
+            self._commit_var(range_var)
+            constr._set_row([*constr._vars, range_var], [*constr._coeffs, 1.0])
+            return True
+
+        self._gpc.pending.append(commit)
+        return constr
+
+    def addQConstr(self, lhs: object, sense: object = None, rhs: object = None, name: object = "") -> QConstr:
+        """Add a quadratic constraint (``TempConstr`` or ``(lhs, sense, rhs)``)."""
+        if isinstance(lhs, TempConstr) and sense is None and rhs is None:
+            if lhs.kind not in ("linear", "quadratic"):
+                raise GurobiError(10003, "addQConstr needs a quadratic constraint")
+            qexpr = to_quadratic(lhs.lhs) - to_quadratic(lhs.rhs)
+            return self._add_quadratic(qexpr, lhs.sense, 0.0, check_name(name))
+        qexpr = to_quadratic(lhs) - to_quadratic(rhs)
+        return self._add_quadratic(qexpr, sense_code(sense), 0.0, check_name(name))
+
+    def _add_quadratic(self, expr: QuadExpr, sense: str, rhs: float, name: str) -> QConstr:
+        qconstr = QConstr(self, {"QCName": name, "QCSense": sense, "QCRHS": rhs - expr._linear._constant})
+        terms = expr.copy()
+
+        def commit() -> bool:
+            state = self._gpc
+            object.__setattr__(qconstr, "_index", len(state.qconstrs))
+            linear = merged_terms(self, terms._linear._coeffs, terms._linear._vars)
+            qconstr._set_terms(linear, merged_quad(self, terms, objective=False))
+            state.qconstrs.append(qconstr)
+            return True
+
+        self._gpc.pending.append(commit)
+        return qconstr
+
+    def addSOS(self, type: object, vars: Sequence[Var], wts: Sequence[object] | None = None) -> SOS:
+        """Add an SOS of type 1 or 2 (weights default to 1, 2, 3, ...)."""
+        if type not in (G.SOS_TYPE1, G.SOS_TYPE2):
+            raise invalid_argument(f"Invalid SOS type {type}")
+        members = list(vars)
+        if wts is None:
+            weights = [float(k + 1) for k in range(len(members))]
+        else:
+            weights = [number(w, "wts") for w in wts]
+        sos = SOS(self, G.SOS_TYPE1 if type == G.SOS_TYPE1 else G.SOS_TYPE2, members, weights)
+
+        def commit() -> bool:
+            object.__setattr__(sos, "_index", len(self._gpc.sos))
+            self._gpc.sos.append(sos)
+            return True
+
+        self._gpc.pending.append(commit)
+        return sos
+
+    # ------------------------------------------------------------------ general constraints
+    def _add_general(self, kind: str, name: object, **data: object) -> GenConstr:
+        type_code = {
+            "max": G.GENCONSTR_MAX,
+            "min": G.GENCONSTR_MIN,
+            "abs": G.GENCONSTR_ABS,
+            "and": G.GENCONSTR_AND,
+            "or": G.GENCONSTR_OR,
+            "norm": G.GENCONSTR_NORM,
+            "indicator": G.GENCONSTR_INDICATOR,
+            "pwl": G.GENCONSTR_PWL,
+        }[kind]
+        general = GenConstr(
+            self, {"GenConstrName": check_name(name), "GenConstrType": type_code}, {"kind": kind, **data}
+        )
+
+        def commit() -> bool:
+            state = self._gpc
+            object.__setattr__(general, "_index", len(state.genconstrs))
+            if not general._props["GenConstrName"]:
+                general._props["GenConstrName"] = f"GC{general._index}"
+            state.genconstrs.append(general)
+            return True
+
+        self._gpc.pending.append(commit)
+        return general
+
+    def addGenConstrMax(
+        self, resvar: Var, vars: Iterable[Var], constant: object = None, name: object = ""
+    ) -> GenConstr:
+        return self._add_general(
+            "max", name, resvar=resvar, vars=tuple(vars), constant=optional_number(constant)
+        )
+
+    def addGenConstrMin(
+        self, resvar: Var, vars: Iterable[Var], constant: object = None, name: object = ""
+    ) -> GenConstr:
+        return self._add_general(
+            "min", name, resvar=resvar, vars=tuple(vars), constant=optional_number(constant)
+        )
+
+    def addGenConstrAbs(self, resvar: Var, argvar: Var, name: object = "") -> GenConstr:
+        return self._add_general("abs", name, resvar=resvar, vars=(argvar,), constant=None)
+
+    def addGenConstrAnd(self, resvar: Var, vars: Iterable[Var], name: object = "") -> GenConstr:
+        return self._add_general("and", name, resvar=resvar, vars=tuple(vars), constant=None)
+
+    def addGenConstrOr(self, resvar: Var, vars: Iterable[Var], name: object = "") -> GenConstr:
+        return self._add_general("or", name, resvar=resvar, vars=tuple(vars), constant=None)
+
+    def addGenConstrNorm(
+        self, resvar: Var, vars: Iterable[Var], which: object, name: object = ""
+    ) -> GenConstr:
+        return self._add_general(
+            "norm", name, resvar=resvar, vars=tuple(vars), constant=number(which, "which")
+        )
+
+    def addGenConstrPWL(
+        self, xvar: Var, yvar: Var, xpts: Iterable[object], ypts: Iterable[object], name: object = ""
+    ) -> GenConstr:
+        xs = tuple(number(p, "xpts") for p in xpts)
+        ys = tuple(number(p, "ypts") for p in ypts)
+        return self._add_general("pwl", name, xvar=xvar, yvar=yvar, xpts=xs, ypts=ys)
+
+    def addGenConstrIndicator(
+        self,
+        binvar: Var,
+        binval: object,
+        lhs: object,
+        sense: object = None,
+        rhs: object = None,
+        name: object = "",
+    ) -> GenConstr:
+        """``binvar == binval  ->  lhs sense rhs`` (``lhs`` may be a linear ``TempConstr``)."""
+        if isinstance(lhs, TempConstr):
+            if lhs.kind != "linear":
+                raise GurobiError(10003, "Indicator constraints must imply a linear constraint")
+            expr = to_linear(lhs.lhs) - to_linear(lhs.rhs)
+            row_sense = lhs.sense
+        else:
+            expr = to_linear(lhs) - to_linear(rhs)
+            row_sense = sense_code(sense)
+        assert isinstance(expr, LinExpr)
+        return self._add_general(
+            "indicator",
+            name,
+            binvar=binvar,
+            binval=bool(binval),
+            coeffs=tuple(expr._coeffs),
+            vars=tuple(expr._vars),
+            sense=row_sense,
+            rhs=-expr._constant,
+        )
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__") or name == "_gpc":
+            raise AttributeError(name)
+        canonical = canonical_attr(name)
+        if canonical is not None:
+            return self._model_attr(canonical)
+        if name in CLASS_NAMES["Model"]:
+            raise CompatNotImplementedError(f"Model.{name}")
+        raise no_attribute("Model", name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        canonical = canonical_attr(name)
+        if canonical is None:
+            raise no_attribute("Model", name)
+        self._set_model_attr(canonical, value)
+
+    # ------------------------------------------------------------------ objective
+    def setObjective(self, expr: object, sense: object = None) -> None:
+        """Replace the objective (applied at the next update); ``sense`` is 1 or -1."""
+        if sense is not None and sense not in (G.MINIMIZE, G.MAXIMIZE):
+            raise GurobiError(10003, "Invalid objective sense")
+        if isinstance(expr, QuadExpr):
+            objective: LinExpr | QuadExpr = expr.copy()
+        elif isinstance(expr, (Var, LinExpr)) or as_number(expr) is not None:
+            objective = to_linear(expr).copy()
+        else:
+            raise GurobiError(10003, "Unable to convert argument to an expression")
+
+        def commit() -> bool:
+            state = self._gpc
+            for var in state.vars:
+                var._props["Obj"] = 0.0
+            linear = objective._linear if isinstance(objective, QuadExpr) else objective
+            for coeff, var in zip(linear._coeffs, linear._vars, strict=True):
+                require_member(self, var)
+                var._props["Obj"] = float_prop(var, "Obj") + coeff
+            state.obj_constant = linear._constant
+            if isinstance(objective, QuadExpr):
+                state.q_obj = merged_quad(self, objective, objective=True)
+            else:
+                state.q_obj = []
+            if sense is not None:
+                state.sense = G.MAXIMIZE if sense == G.MAXIMIZE else G.MINIMIZE
+            return True
+
+        self._gpc.pending.append(commit)
+
+    def getObjective(self, index: object = None) -> LinExpr | QuadExpr:
+        """The current (updated) objective: a LinExpr, or a QuadExpr when it has squares/products."""
+        if index is not None:
+            raise CompatNotImplementedError("Model.getObjective(index) (multiple objectives)")
+        state = self._gpc
+        linear = LinExpr(state.obj_constant)
+        for var in state.vars:
+            coeff = float_prop(var, "Obj")
+            if coeff != 0.0:
+                linear._coeffs.append(coeff)
+                linear._vars.append(var)
+        if not state.q_obj:
+            return linear
+        return QuadExpr._raw(
+            linear,
+            [q for _a, _b, q in state.q_obj],
+            [a for a, _b, _q in state.q_obj],
+            [b for _a, b, _q in state.q_obj],
+        )
+
+    def setObjectiveN(self, *args: object, **kwargs: object) -> None:
+        raise CompatNotImplementedError("Model.setObjectiveN (multiple objectives)")
+
+    # ------------------------------------------------------------------ update / remove / queries
+    def update(self) -> None:
+        """Apply every queued change: new variables first (so that range variables follow
+        them, as in gurobipy), then everything else in call order."""
+        state = self._gpc
+        if not state.pending and not state.pending_vars:
+            return
+        new_vars, state.pending_vars = state.pending_vars, []
+        state.pending_counts = {}
+        pending, state.pending = state.pending, []
+        modified = bool(new_vars)
+        for var in new_vars:
+            self._commit_var(var)
+        for operation in pending:
+            modified = operation() or modified
+        if modified:
+            self._discard_solution()
+
+    def _discard_solution(self) -> None:
+        state = self._gpc
+        state.status = G.LOADED
+        state.outcome = None
+        for var in state.vars:
+            object.__setattr__(var, "_solution", None)
+
+    def reset(self, clearall: object = 0) -> None:
+        """Discard the solution (the model returns to status ``LOADED``)."""
+        self.update()
+        self._discard_solution()
+
+    def remove(self, items: object) -> None:
+        """Remove a Var/Constr/QConstr/SOS/GenConstr, or a list/tuple/dict of them (at update)."""
+        if isinstance(items, dict):
+            targets = list(items.values())
+        elif isinstance(items, (list, tuple)):
+            targets = list(items)
+        else:
+            targets = [items]
+        for target in targets:
+            if not isinstance(target, (Var, ModelObject)):
+                raise GurobiError(10003, f"Cannot remove {type(target).__name__} from a model")
+        self._gpc.pending.append(lambda: self._apply_removal(targets))
+
+    def _apply_removal(self, targets: list[object]) -> bool:
+        state = self._gpc
+        doomed = {id(t) for t in targets}
+        for target in targets:
+            object.__setattr__(target, "_index", REMOVED)
+        state.vars = [v for v in state.vars if id(v) not in doomed]
+        state.constrs = [c for c in state.constrs if id(c) not in doomed]
+        state.qconstrs = [q for q in state.qconstrs if id(q) not in doomed]
+        state.sos = [s for s in state.sos if id(s) not in doomed]
+        state.genconstrs = [g for g in state.genconstrs if id(g) not in doomed]
+        for collection in (state.vars, state.constrs, state.qconstrs, state.sos, state.genconstrs):
+            for position, item in enumerate(collection):
+                object.__setattr__(item, "_index", position)
+        for constr in state.constrs:
+            keep = [k for k, v in enumerate(constr._vars) if v._index >= 0]
+            constr._set_row([constr._vars[k] for k in keep], [constr._coeffs[k] for k in keep])
+        for qconstr in state.qconstrs:
+            keep = [k for k, v in enumerate(qconstr._lin_vars) if v._index >= 0]
+            quad = [(a, b, q) for a, b, q in qconstr._quad if a._index >= 0 and b._index >= 0]
+            qconstr._set_terms(
+                ([qconstr._lin_vars[k] for k in keep], [qconstr._lin_coeffs[k] for k in keep]), quad
+            )
+        state.q_obj = [(a, b, q) for a, b, q in state.q_obj if a._index >= 0 and b._index >= 0]
+        return True
+
+    def getVars(self) -> list[Var]:
+        return list(self._gpc.vars)
+
+    def getConstrs(self) -> list[Constr]:
+        return list(self._gpc.constrs)
+
+    def getQConstrs(self) -> list[QConstr]:
+        return list(self._gpc.qconstrs)
+
+    def getSOSs(self) -> list[SOS]:
+        return list(self._gpc.sos)
+
+    def getGenConstrs(self) -> list[GenConstr]:
+        return list(self._gpc.genconstrs)
+
+    def getVarByName(self, name: str) -> Var | None:
+        return next((v for v in self._gpc.vars if v._props["VarName"] == name), None)
+
+    def getConstrByName(self, name: str) -> Constr | None:
+        return next((c for c in self._gpc.constrs if c._props["ConstrName"] == name), None)
+
+    def getRow(self, constr: Constr) -> LinExpr:
+        """The constraint's left-hand side: merged terms in column order, without constant."""
+        require_member(self, constr)
+        return LinExpr._raw(list(constr._coeffs), list(constr._vars), 0.0)
+
+    def getQCRow(self, qconstr: QConstr) -> QuadExpr:
+        require_member(self, qconstr)
+        linear = LinExpr._raw(list(qconstr._lin_coeffs), list(qconstr._lin_vars), 0.0)
+        quad = qconstr._quad
+        return QuadExpr._raw(
+            linear, [q for _a, _b, q in quad], [a for a, _b, _q in quad], [b for _a, b, _q in quad]
+        )
+
+    def getCoeff(self, constr: Constr, var: Var) -> float:
+        require_member(self, constr)
+        return sum(c for c, v in zip(constr._coeffs, constr._vars, strict=True) if v is var)
+
+    def chgCoeff(self, constr: Constr, var: Var, newvalue: object) -> None:
+        """Set the coefficient of ``var`` in ``constr`` (0 removes it), at the next update."""
+        value = number(newvalue, "newvalue")
+
+        def commit() -> bool:
+            require_member(self, constr)
+            require_member(self, var)
+            pairs = [(v, c) for v, c in zip(constr._vars, constr._coeffs, strict=True) if v is not var]
+            if value != 0.0:
+                pairs.append((var, value))
+            pairs.sort(key=lambda pair: pair[0]._index)
+            constr._set_row([v for v, _c in pairs], [c for _v, c in pairs])
+            return True
+
+        self._gpc.pending.append(commit)
+
+    # ------------------------------------------------------------------ solve
+    def optimize(self, callback: object = None) -> None:
+        """Solve with HiGHS. Raises ``NeedsGurobiError`` (status stays ``LOADED``) for models
+        HiGHS cannot solve exactly; see the package docstring."""
+        if callback is not None:
+            raise CompatNotImplementedError("Model.optimize(callback) (callbacks)")
+        self.update()
+        self._discard_solution()
+        snap = build_snapshot(self._gpc)
+        check_solvable(snap, self._gpc.params)
+        sys.stdout.flush()
+        outcome = solve(snap, self._gpc.params)
+        state = self._gpc
+        state.outcome = outcome
+        state.status = outcome.status
+        if outcome.x is not None:
+            for var, value in zip(state.vars, outcome.x, strict=True):
+                object.__setattr__(var, "_solution", value)
+
+    def terminate(self) -> None:
+        """Ask a running solve to stop (solves here are synchronous: nothing to do)."""
+
+    # ------------------------------------------------------------------ misc
+    def write(self, filename: str) -> None:
+        """Write the model (``.lp``, ``.mps``: Gurobi's exact text), its solution (``.sol``,
+        ``.mst``) or its parameters (``.prm``); ``.gz``/``.bz2`` compress. Other formats raise
+        ``CompatNotImplementedError``."""
+        self.update()
+        write_file(self._gpc, filename)
+
+    def copy(self) -> Model:
+        """An independent copy named ``<name>_copy`` of the updated model (pending changes are
+        not copied, as in gurobipy); the solution is not copied."""
+        return _clone(self, relax=False)
+
+    def relax(self) -> Model:
+        """Like :meth:`copy`, with every integrality restriction dropped (binaries keep [0, 1])."""
+        return _clone(self, relax=True)
+
+    def printStats(self) -> None:
+        """Print model statistics (console output only)."""
+        if not self._gpc.params.logging_on():
+            return
+        state = self._gpc
+        integers = sum(v._props["VType"] != "C" for v in state.vars)
+        binaries = sum(v._props["VType"] == "B" for v in state.vars)
+        nonzeros = sum(len(c._vars) for c in state.constrs)
+        shape = f"{len(state.constrs)} rows, {len(state.vars)} columns, {nonzeros} nonzeros"
+        types = f"{len(state.vars) - integers} continuous, {integers} integer ({binaries} binary)"
+        print(f"\nStatistics for model '{state.name}':")
+        print(f"  Linear constraint matrix    : {shape}")
+        print(f"  Variable types              : {types}")
+
+    def message(self, msg: str) -> None:
+        if self._gpc.params.logging_on():
+            print(msg)
+
+    def dispose(self) -> None:
+        self._gpc.disposed = True
+
+    close = dispose
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.dispose()
+
+    def __repr__(self) -> str:
+        state = self._gpc
+        is_mip = (
+            any(v._props["VType"] != "C" for v in state.vars) or bool(state.sos) or bool(state.genconstrs)
+        )
+        kind = "MIP" if is_mip else "Continuous"
+        return (
+            f"<gurobi.Model {kind} instance {state.name}: {len(state.constrs)} constrs, "
+            f"{len(state.vars)} vars, {state.params.describe()}>"
+        )
+
+    # ------------------------------------------------------------------ helpers
+    def _future_index(self, kind: str) -> int:
+        """The index the next new object of ``kind`` will get at the coming update."""
+        state = self._gpc
+        committed: dict[str, list[Any]] = {
+            "Constr": state.constrs,
+            "QConstr": state.qconstrs,
+            "SOS": state.sos,
+            "GenConstr": state.genconstrs,
+        }
+        waiting = state.pending_counts.get(kind, 0)
+        state.pending_counts[kind] = waiting + 1
+        return len(committed[kind]) + waiting
+
+
+def _pick(value: object, key: object, position: int, count: int, what: str) -> object:
+    """Per-key argument of ``addVars``: dict by key, list by position, or one shared scalar."""
+    if isinstance(value, dict):
+        return value[key]
+    if isinstance(value, (list, tuple)):
+        if len(value) != count:
+            raise GurobiError(10003, f"addVars: {what} has {len(value)} entries for {count} variables")
+        return value[position]
+    return value
+
+
+def _clone(model: Model, *, relax: bool) -> Model:
+    """A new model with the same (updated) contents; ``relax`` makes every variable continuous."""
+    state = model._gpc
+    if state.sos or state.genconstrs:
+        raise CompatNotImplementedError(
+            f"Model.{'relax' if relax else 'copy'}() of models with SOS or general constraints"
+        )
+    clone = Model(f"{state.name}_copy")
+    clone._gpc.params = state.params.copy()
+    mapping: dict[int, Var] = {}
+    for var in state.vars:
+        vtype = str(var._props["VType"])
+        lb, ub = float_prop(var, "LB"), float_prop(var, "UB")
+        if relax and vtype != "C":
+            if vtype == "B":
+                lb, ub = max(lb, 0.0), min(ub, 1.0)
+            vtype = "C"
+        mapping[var._serial] = clone.addVar(lb, ub, var._props["Obj"], vtype, var._props["VarName"])
+    for constr in state.constrs:
+        expr = LinExpr._raw(list(constr._coeffs), [mapping[v._serial] for v in constr._vars], 0.0)
+        clone._add_linear(
+            expr, str(constr._props["Sense"]), float_prop(constr, "RHS"), str(constr._props["ConstrName"])
+        )
+    for qconstr in state.qconstrs:
+        linear = LinExpr._raw(list(qconstr._lin_coeffs), [mapping[v._serial] for v in qconstr._lin_vars], 0.0)
+        quad = QuadExpr._raw(
+            linear,
+            [q for _a, _b, q in qconstr._quad],
+            [mapping[a._serial] for a, _b, _q in qconstr._quad],
+            [mapping[b._serial] for _a, b, _q in qconstr._quad],
+        )
+        clone._add_quadratic(
+            quad,
+            str(qconstr._props["QCSense"]),
+            float_prop(qconstr, "QCRHS"),
+            str(qconstr._props["QCName"]),
+        )
+    objective = model.getObjective()
+    linear = objective._linear if isinstance(objective, QuadExpr) else objective
+    new_linear = LinExpr._raw(
+        list(linear._coeffs), [mapping[v._serial] for v in linear._vars], linear._constant
+    )
+    if isinstance(objective, QuadExpr):
+        clone.setObjective(
+            QuadExpr._raw(
+                new_linear,
+                list(objective._qcoeffs),
+                [mapping[v._serial] for v in objective._qvars1],
+                [mapping[v._serial] for v in objective._qvars2],
+            ),
+            state.sense,
+        )
+    else:
+        clone.setObjective(new_linear, state.sense)
+    clone.update()
+    return clone

@@ -1,0 +1,253 @@
+"""Attribute access for ``Model`` (a mixin): gurobipy's ``getAttr``/``setAttr`` and the
+case-insensitive attribute properties of models, variables and constraints.
+
+Reads return committed values (writes are queued until the next update); reading any attribute
+of an object awaiting an update raises ``AttributeError``; solution attributes raise
+``AttributeError`` while no solution exists. Attributes Gurobi has but this layer does not
+emulate raise ``CompatNotImplementedError``; names Gurobi lacks raise its ``AttributeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import _grb as G
+from ._attrs import (
+    MODEL_SUPPORTED,
+    MODEL_WRITABLE,
+    MODIFYING,
+    READ_ONLY,
+    SOLUTION_BY_KIND,
+    STORED_BY_KIND,
+    canonical_attr,
+    object_kind_of,
+    owner_has,
+)
+from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, no_attribute
+from ._expr import Var
+from ._objects import ModelObject
+from ._state import VTYPES, ModelState, bound, check_name, number, sense_code
+
+
+class AttributeAccess:
+    """The attribute half of ``Model``; needs the model state in ``self._gpc``."""
+
+    _gpc: ModelState
+
+    def getAttr(self, attrname: str, objs: object = None) -> object:
+        """A model attribute, or an attribute of each object in ``objs`` (list -> list,
+        dict/tupledict -> dict with the same keys; no ``objs`` -> every object of that kind)."""
+        canonical = canonical_attr(str(attrname))
+        if canonical is None:
+            raise no_attribute("Model", str(attrname))
+        if objs is None:
+            return self._model_attr(canonical)
+        if isinstance(objs, dict):
+            return {key: self._get_attr_of(obj, canonical) for key, obj in objs.items()}
+        if isinstance(objs, (Var, ModelObject)):
+            return self._get_attr_of(objs, canonical)
+        if not isinstance(objs, Iterable):
+            raise GurobiError(10003, "getAttr: objs must be a list or dict of model objects")
+        return [self._get_attr_of(obj, canonical) for obj in objs]
+
+    def setAttr(self, attrname: str, objects: object, newvalues: object = None) -> None:
+        """Set a model attribute (``setAttr(name, value)``) or one per object
+        (``setAttr(name, objs, values)`` with lists, or dicts keyed like ``objs``)."""
+        canonical = canonical_attr(str(attrname))
+        if canonical is None:
+            raise no_attribute("Model", str(attrname))
+        if newvalues is None:
+            self._set_model_attr(canonical, objects)
+            return
+        if isinstance(objects, dict):
+            for key, obj in objects.items():
+                value = newvalues[key] if isinstance(newvalues, dict) else newvalues
+                self._set_attr_of(obj, canonical, value)
+            return
+        if not isinstance(objects, Iterable):
+            raise GurobiError(10003, "setAttr: objs must be a list or dict of model objects")
+        targets = list(objects)
+        if isinstance(newvalues, (list, tuple)):
+            if len(newvalues) != len(targets):
+                raise GurobiError(10003, "setAttr: objs and values differ in length")
+            values: list[object] = list(newvalues)
+        else:
+            values = [newvalues] * len(targets)
+        for obj, value in zip(targets, values, strict=True):
+            self._set_attr_of(obj, canonical, value)
+
+    def _model_attr(self, canonical: str) -> object:
+        state = self._gpc
+        if canonical in MODEL_SUPPORTED:
+            return self._read_model_attr(canonical)
+        kind = object_kind_of(canonical)
+        if kind is not None:
+            collections: dict[str, list[Any]] = {
+                "Var": state.vars,
+                "Constr": state.constrs,
+                "QConstr": state.qconstrs,
+                "SOS": state.sos,
+                "GenConstr": state.genconstrs,
+            }
+            collection = collections[kind]
+            return [self._get_attr_of(obj, canonical) for obj in collection]
+        raise CompatNotImplementedError(f"attribute Model.{canonical}")
+
+    def _read_model_attr(self, canonical: str) -> object:
+        state = self._gpc
+        outcome = state.outcome
+        vtypes = [str(v._props["VType"]) for v in state.vars]
+        is_mip = any(t != "C" for t in vtypes) or bool(state.sos) or bool(state.genconstrs)
+        simple: dict[str, Callable[[], object]] = {
+            "NumVars": lambda: len(state.vars),
+            "NumConstrs": lambda: len(state.constrs),
+            "NumQConstrs": lambda: len(state.qconstrs),
+            "NumGenConstrs": lambda: len(state.genconstrs),
+            "NumSOS": lambda: len(state.sos),
+            "NumIntVars": lambda: sum(t in ("I", "B", "N") for t in vtypes),
+            "NumBinVars": lambda: vtypes.count("B"),
+            "NumNZs": lambda: sum(len(c._vars) for c in state.constrs),
+            "NumQNZs": lambda: len(state.q_obj),
+            "NumQCNZs": lambda: sum(len(q._quad) for q in state.qconstrs),
+            "NumObj": lambda: 1,
+            "ModelSense": lambda: state.sense,
+            "ObjCon": lambda: state.obj_constant,
+            "ModelName": lambda: state.name,
+            "IsMIP": lambda: int(is_mip),
+            "IsQP": lambda: int(bool(state.q_obj) and not state.qconstrs),
+            "IsQCP": lambda: int(bool(state.qconstrs)),
+            "IsMultiObj": lambda: 0,
+            "Status": lambda: state.status,
+            "SolCount": lambda: 1 if outcome is not None and outcome.x is not None else 0,
+        }
+        if canonical in simple:
+            return simple[canonical]()
+        if outcome is None:
+            raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
+        solution: dict[str, object] = {
+            "ObjVal": outcome.objval,
+            "ObjBound": outcome.objbound,
+            "ObjBoundC": outcome.objbound,
+            "MIPGap": outcome.mip_gap,
+            "Runtime": outcome.runtime_s,
+            "IterCount": outcome.iterations,
+            "BarIterCount": outcome.barrier_iterations,
+            "NodeCount": outcome.nodes,
+        }
+        value = solution[canonical]
+        if value is None:
+            raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
+        return value
+
+    def _set_model_attr(self, canonical: str, value: object) -> None:
+        if canonical not in MODEL_WRITABLE:
+            if canonical in MODEL_SUPPORTED or object_kind_of(canonical) is not None:
+                raise AttributeError(f"Attribute '{canonical}' cannot be set")
+            raise CompatNotImplementedError(f"setting attribute Model.{canonical}")
+        state = self._gpc
+        if canonical == "ModelSense":
+            if value not in (G.MINIMIZE, G.MAXIMIZE):
+                raise GurobiError(10003, "Invalid objective sense")
+            sense = G.MAXIMIZE if value == G.MAXIMIZE else G.MINIMIZE
+            self._queue(lambda: setattr(state, "sense", sense), modifies=True)
+        elif canonical == "ObjCon":
+            constant = number(value, "ObjCon")
+            self._queue(lambda: setattr(state, "obj_constant", constant), modifies=True)
+        else:
+            name = check_name(value)
+            self._queue(lambda: setattr(state, "name", name), modifies=False)
+
+    def _queue(self, action: Callable[[], object], *, modifies: bool) -> None:
+        def commit() -> bool:
+            action()
+            return modifies
+
+        self._gpc.pending.append(commit)
+
+    def _get_attr_of(self, obj: object, name: str) -> object:
+        kind = _kind(obj)
+        canonical = canonical_attr(name)
+        if canonical is None or not owner_has(kind, canonical):
+            raise no_attribute(kind, name)
+        assert isinstance(obj, (Var, ModelObject))
+        if obj._index < 0:
+            raise AttributeError(f"Index out of range for attribute '{canonical}'")
+        stored = STORED_BY_KIND[kind]
+        if canonical in stored:
+            return obj._props.get(canonical, stored[canonical])
+        if canonical in SOLUTION_BY_KIND[kind]:
+            return self._solution_value(obj, canonical)
+        raise CompatNotImplementedError(f"attribute {kind}.{canonical}")
+
+    def _solution_value(self, obj: Var | ModelObject, canonical: str) -> float:
+        outcome = self._gpc.outcome
+        values = None
+        if outcome is not None:
+            values = {"X": outcome.x, "RC": outcome.rc, "Pi": outcome.pi, "Slack": outcome.slack}.get(
+                canonical
+            )
+        if values is None:
+            raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
+        return values[obj._index]
+
+    def _set_attr_of(self, obj: object, name: str, value: object) -> None:
+        kind = _kind(obj)
+        if name.startswith("_"):
+            object.__setattr__(obj, name, value)
+            return
+        canonical = canonical_attr(name)
+        if canonical is None or not owner_has(kind, canonical):
+            raise no_attribute(kind, name)
+        stored = STORED_BY_KIND[kind]
+        if canonical in SOLUTION_BY_KIND[kind] or canonical in READ_ONLY:
+            raise AttributeError(f"Attribute '{canonical}' cannot be set")
+        if canonical not in stored:
+            raise CompatNotImplementedError(f"setting attribute {kind}.{canonical}")
+        converted = _convert_attr(canonical, value, stored[canonical])
+        assert isinstance(obj, (Var, ModelObject))
+        self._queue(lambda: obj._props.__setitem__(canonical, converted), modifies=canonical in MODIFYING)
+
+    def printAttr(self, attrs: object, filter: str = "*") -> None:
+        """Print the nonzero values of variable/constraint attributes (console output only)."""
+        if not self._gpc.params.logging_on():
+            return
+        names = [attrs] if isinstance(attrs, str) else list(attrs)  # type: ignore[call-overload]
+        for attr in names:
+            canonical = canonical_attr(str(attr))
+            kind = object_kind_of(canonical) if canonical else None
+            if canonical is None or kind is None:
+                print(f"    {attr}: {self.getAttr(str(attr))}")
+                continue
+            objects: list[Any] = self._gpc.vars if kind == "Var" else self._gpc.constrs
+            label = "Variable" if kind == "Var" else "Constraint"
+            print(f"\n{label:>12} {canonical:>12} \n" + "-" * 25)
+            for obj in objects:
+                value = self._get_attr_of(obj, canonical)
+                if value:
+                    print(f"{obj._props.get('VarName', obj._props.get('ConstrName'))!s:>12} {value!s:>12} ")
+
+
+def _kind(obj: object) -> str:
+    if isinstance(obj, Var):
+        return "Var"
+    if isinstance(obj, ModelObject):
+        return obj._kind
+    raise GurobiError(10003, f"{type(obj).__name__} is not a model object")
+
+
+def _convert_attr(canonical: str, value: object, default: object) -> object:
+    if canonical == "VType":
+        kind = str(value).upper()
+        if kind not in VTYPES:
+            raise invalid_argument(f"Invalid variable type '{value}'")
+        return kind
+    if canonical in ("Sense", "QCSense"):
+        return sense_code(value)
+    if canonical in ("LB", "UB"):
+        return bound(value)
+    if isinstance(default, str):
+        return check_name(value)
+    if isinstance(default, int) and not isinstance(default, bool):
+        return int(number(value, canonical))
+    return number(value, canonical)
