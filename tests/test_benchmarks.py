@@ -26,7 +26,22 @@ def test_nl4opt_answers(data_dir: Path) -> None:  # G2
     values = [r.value for r in refs if isinstance(r, ObjectiveReference)]
     non_integer = [i for i, v in enumerate(values) if v is not None and v != int(v)]
     assert non_integer == [5, 8, 9, 100, 110, 115, 120, 130, 135, 140, 172, 196, 199, 207, 223, 235, 272]
-    assert [i for i, v in enumerate(values) if v == 0] == [66, 69, 76, 79, 86, 89, 96, 99, 243, 268, 279, 284, 285, 286]
+    assert [i for i, v in enumerate(values) if v == 0] == [
+        66,
+        69,
+        76,
+        79,
+        86,
+        89,
+        96,
+        99,
+        243,
+        268,
+        279,
+        284,
+        285,
+        286,
+    ]
     assert [p.id for p in bench.problems] == [str(i) for i in range(289)]
     assert bench.problems[0].reference.label == "3000.0"  # type: ignore[union-attr]
     assert bench.problems[5].reference.label == "2333.33"  # type: ignore[union-attr]
@@ -62,10 +77,14 @@ def test_orgeval_ids_twins_and_references(data_dir: Path) -> None:  # G4, G6
         assert bench.problems[2 * j].twin_group == bench.problems[2 * j + 1].twin_group
     # reference status: the 212 optimal LPs are exactly the solver_test.jsonl ids
     solver_ids = {json.loads(line)["id"] for line in (data_dir / "data/bench4opt/solver_test.jsonl").open()}
-    optimal = {p.id for p in bench.problems if isinstance(p.reference, StructureReference) and p.reference.status}
+    optimal = {
+        p.id for p in bench.problems if isinstance(p.reference, StructureReference) and p.reference.status
+    }
     assert len(optimal) == 212 and optimal == solver_ids
     assert all(
-        p.reference.status is SolveStatus.OPTIMAL for p in bench.problems if p.id in optimal  # type: ignore[union-attr]
+        p.reference.status is SolveStatus.OPTIMAL
+        for p in bench.problems
+        if p.id in optimal  # type: ignore[union-attr]
     )
     # instance data is the data.json content
     assert json.loads(bench.problems[0].instance_files["data.json"]) == json.loads(
@@ -79,9 +98,58 @@ def test_feasible_rows(data_dir: Path) -> None:  # G5 (data part)
     ids = {p.id for p in bench.problems}
     assert ids < orgeval
     missing = sorted(int(i.split("_")[1]) for i in orgeval - ids)
-    assert missing == [0, 1, 6, 7, 24, 25, 74, 75, 80, 81, 94, 95, 96, 97, 110, 111, 120, 121, 144, 145, 150, 151,
-                       186, 187, 194, 195, 218, 219, 232, 233, 260, 261, 286, 287, 338, 339, 340, 341, 344, 345,
-                       352, 353, 354, 355, 360, 361, 370, 371, 382, 383]
+    assert missing == [
+        0,
+        1,
+        6,
+        7,
+        24,
+        25,
+        74,
+        75,
+        80,
+        81,
+        94,
+        95,
+        96,
+        97,
+        110,
+        111,
+        120,
+        121,
+        144,
+        145,
+        150,
+        151,
+        186,
+        187,
+        194,
+        195,
+        218,
+        219,
+        232,
+        233,
+        260,
+        261,
+        286,
+        287,
+        338,
+        339,
+        340,
+        341,
+        344,
+        345,
+        352,
+        353,
+        354,
+        355,
+        360,
+        361,
+        370,
+        371,
+        382,
+        383,
+    ]
     by_id = {p.id: p for p in bench.problems}
     assert by_id["BENCH4OPT_2"].reference.value == 531.1536797183472  # type: ignore[union-attr]
     assert by_id["BENCH4OPT_4"].reference.value == 2557441.83620435  # type: ignore[union-attr]
@@ -175,8 +243,10 @@ def test_bad_rows_are_reported_per_row(tmp_path: Path) -> None:
     assert bench.problems[0].reference.value == 1250.5  # type: ignore[union-attr]
     assert bench.problems[1].reference.status is SolveStatus.INFEASIBLE
     errors = [str(e) for e in bench.row_errors]
-    assert errors[0].endswith("rows.jsonl:2: field 'ans': cannot read 'seven' as a number or a status word "
-                              "(infeasible, unbounded, ...)")
+    assert errors[0].endswith(
+        "rows.jsonl:2: field 'ans': cannot read 'seven' as a number or a status word "
+        "(infeasible, unbounded, ...)"
+    )
     assert errors[1].endswith("rows.jsonl:3: field 'q': missing")
     assert "rows.jsonl:4: field 'id': duplicate id 'a'" in errors[2]
     with pytest.raises(BenchmarkError, match="3 bad rows"):

@@ -93,7 +93,9 @@ def test_pull_downloads_verifies_and_installs(tmp_path: Path, archive: bytes, da
         report = data.verify_data_dir(dest)
         assert report.ok and report.checked == len(data.load_manifest().files) == 1486
         assert not (dest / "README.md").exists(), "files outside the manifest must not be installed"
-        assert (dest / "data/NL4OPT/test.parquet").read_bytes() == (data_dir / "data/NL4OPT/test.parquet").read_bytes()
+        assert (dest / "data/NL4OPT/test.parquet").read_bytes() == (
+            data_dir / "data/NL4OPT/test.parquet"
+        ).read_bytes()
         assert seen[-1] == (len(archive), len(archive))
         # A verified copy is not downloaded again.
         data.pull(dest, url=server.url)
@@ -120,7 +122,10 @@ def test_interrupted_download_keeps_previous_copy(tmp_path: Path, archive: bytes
         data.pull(dest, url=server.url)
     marker = dest / "data/NL4OPT/test.parquet"
     before = hashlib.sha256(marker.read_bytes()).hexdigest()
-    with _Server(archive, cut_at=len(archive) // 3) as server, pytest.raises(DataError, match="cut short|cannot download"):
+    with (
+        _Server(archive, cut_at=len(archive) // 3) as server,
+        pytest.raises(DataError, match="cut short|cannot download"),
+    ):
         data.pull(dest, url=server.url, force=True)
     assert hashlib.sha256(marker.read_bytes()).hexdigest() == before
     assert data.verify_data_dir(dest).ok
@@ -150,7 +155,10 @@ def test_verify_reports_every_missing_and_corrupt_file(tmp_path: Path, archive: 
     (dest / "data/bench4opt/lp_data/data_3_problem3.json").unlink()
     report = data.verify_data_dir(dest)
     assert report.corrupt == ("data/optibench/OptiBench.json",)
-    assert set(report.missing) == {"evaluation/nl4opt/prompt_template.txt", "data/bench4opt/lp_data/data_3_problem3.json"}
+    assert set(report.missing) == {
+        "evaluation/nl4opt/prompt_template.txt",
+        "data/bench4opt/lp_data/data_3_problem3.json",
+    }
 
 
 def test_resolution_order(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,10 +176,22 @@ def test_resolution_order(tmp_path: Path, data_dir: Path, monkeypatch: pytest.Mo
 def test_manifest_pins_the_readme_digests(data_dir: Path) -> None:
     files = data.load_manifest().files
     # The sha256 values published in shared/benchmarks/README.md (reference-harness §1).
-    assert files["data/NL4OPT/test.parquet"] == "9c339c23c776202d8627844877c12cfe47de85f12be9870e13bef3f3847c8093"
-    assert files["data/optibench/OptiBench.json"] == "8753acb9e503e8afacd4cafedf942abc147c0975142c6886632e31ada4b4d2a9"
-    assert files["data/bench4opt/test.jsonl"] == "a2fa53bb341fbf1fd756bcf94b8be89395c9a4de41e7a876143cd2cdbf89bee4"
-    assert files["data/bench4opt_feasible/test.jsonl"] == "2e759cfca3cde198d8d0b27c76d08d785b158945509ff7994b67c6e4eb24674e"
+    assert (
+        files["data/NL4OPT/test.parquet"]
+        == "9c339c23c776202d8627844877c12cfe47de85f12be9870e13bef3f3847c8093"
+    )
+    assert (
+        files["data/optibench/OptiBench.json"]
+        == "8753acb9e503e8afacd4cafedf942abc147c0975142c6886632e31ada4b4d2a9"
+    )
+    assert (
+        files["data/bench4opt/test.jsonl"]
+        == "a2fa53bb341fbf1fd756bcf94b8be89395c9a4de41e7a876143cd2cdbf89bee4"
+    )
+    assert (
+        files["data/bench4opt_feasible/test.jsonl"]
+        == "2e759cfca3cde198d8d0b27c76d08d785b158945509ff7994b67c6e4eb24674e"
+    )
     assert files["evaluation/bench4opt/prompt_template_lp_structure.txt"] == (
         "52ede468d5d42704bf987cf6744df788e22e62c94d963bd5d2c0a0bf98d554c3"
     )

@@ -27,13 +27,22 @@ def _result_pool(bench: Benchmark) -> list[PoolItem]:
     """Every item solved, as in the reference's 'all-solved result pool' measurement."""
     renderer = PromptRenderer(bench, "t-rex")
     return [
-        PoolItem(p.id, p.question, retrieval_text(p.question, p.reference_code), renderer.user_text(p), "x", p.twin_group)
+        PoolItem(
+            p.id,
+            p.question,
+            retrieval_text(p.question, p.reference_code),
+            renderer.user_text(p),
+            "x",
+            p.twin_group,
+        )
         for p in bench.problems
     ]
 
 
 def _same_lp(bench: Benchmark) -> dict[str, str]:
-    return {p.id: p.reference.lp_sha256 for p in bench.problems if isinstance(p.reference, StructureReference)}
+    return {
+        p.id: p.reference.lp_sha256 for p in bench.problems if isinstance(p.reference, StructureReference)
+    }
 
 
 @pytest.mark.parametrize(("strategy", "includes", "first"), [("similar", 374, 299), ("random", 11, 3)])
@@ -72,7 +81,9 @@ def test_near_duplicates_are_excluded(data_dir: Path) -> None:
 
     leaks = 0
     for p in bench.problems[:120]:
-        for c in select(p.id, p.question, twin_group=None, pool=pool, policy=SelectionPolicy(k=5, strategy="similar")):
+        for c in select(
+            p.id, p.question, twin_group=None, pool=pool, policy=SelectionPolicy(k=5, strategy="similar")
+        ):
             leaks += jaccard(p.question, c.question) >= 0.8
     assert leaks == 0
 

@@ -27,21 +27,31 @@ def test_upstream_digests_g16(data_dir: Path) -> None:
 
     optibench = load_benchmark("optibench", data_dir=data_dir)
     prompt = PromptRenderer(optibench, "t-rex").render(optibench.problems[0])
-    assert _sha(prompt.messages[0].content) == "fa20caeee0baa32a20933508333332019fdc19d57d9d29261e668a9b352abdde"
-    assert _sha(prompt.messages[1].content) == "19f895c9599defcb8e76c9b59291101d4efc0e6304ef4c826f747da31ee3fff5"
+    assert (
+        _sha(prompt.messages[0].content) == "fa20caeee0baa32a20933508333332019fdc19d57d9d29261e668a9b352abdde"
+    )
+    assert (
+        _sha(prompt.messages[1].content) == "19f895c9599defcb8e76c9b59291101d4efc0e6304ef4c826f747da31ee3fff5"
+    )
 
     orgeval = load_benchmark("b4o-orgeval", data_dir=data_dir)
     prompt = PromptRenderer(orgeval, "t-rex").render(orgeval.problems[0])
     assert [m.role for m in prompt.messages] == ["user"]
     assert len(prompt.messages[0].content) == 3738
-    assert _sha(prompt.messages[0].content) == "787afd8b9a1ec54932e3c60839c48dc871adb5e228f20442ec931778ea6e1e1f"
+    assert (
+        _sha(prompt.messages[0].content) == "787afd8b9a1ec54932e3c60839c48dc871adb5e228f20442ec931778ea6e1e1f"
+    )
 
     feasible = load_benchmark("b4o-feasible", data_dir=data_dir)
     assert feasible.problems[0].id == "BENCH4OPT_2"
     prompt = PromptRenderer(feasible, "t-rex", working_directory="<WD>").render(feasible.problems[0])
-    assert _sha(prompt.messages[0].content) == "42d39675bbf53fbbfaa57894d004514f9bfe2d3444b871375e4467011e5dcc62"
+    assert (
+        _sha(prompt.messages[0].content) == "42d39675bbf53fbbfaa57894d004514f9bfe2d3444b871375e4467011e5dcc62"
+    )
     assert len(prompt.messages[1].content) == 4862
-    assert _sha(prompt.messages[1].content) == "a5043d66627131382835fcf5f063eb275256583e31ab3f461cae5d6c52e12ce0"
+    assert (
+        _sha(prompt.messages[1].content) == "a5043d66627131382835fcf5f063eb275256583e31ab3f461cae5d6c52e12ce0"
+    )
 
 
 def test_upstream_working_directory_defaults_to_the_benchmark_folder(data_dir: Path) -> None:
@@ -88,7 +98,11 @@ def test_few_shot_framing(data_dir: Path) -> None:
 
     orgeval = load_benchmark("b4o-orgeval", data_dir=data_dir)
     r2 = PromptRenderer(orgeval, "t-rex")
-    prompt = r2.render(orgeval.problems[0], few_shot=[FewShotExample("BENCH4OPT_9", r2.user_text(orgeval.problems[9]), "A")])
+    prompt = r2.render(
+        orgeval.problems[0], few_shot=[FewShotExample("BENCH4OPT_9", r2.user_text(orgeval.problems[9]), "A")]
+    )
     assert len(prompt.messages) == 1
     text = prompt.messages[0].content
-    assert "### Few-shot example 1 (not current problem)" in text and text.endswith(r2.user_text(orgeval.problems[0]))
+    assert "### Few-shot example 1 (not current problem)" in text and text.endswith(
+        r2.user_text(orgeval.problems[0])
+    )

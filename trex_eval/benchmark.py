@@ -21,7 +21,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trex_eval import assets
+from trex_eval import assets, config
 from trex_eval.answers import AnswerError, parse_answer
 from trex_eval.errors import BenchmarkError
 from trex_eval.records import GraderKind, ObjectiveReference, Problem, SolveStatus, StructureReference
@@ -45,7 +45,8 @@ class SourceSpec(_Spec):
 class FieldMap(_Spec):
     """Source field names. ``id: null`` numbers rows 0..n-1. ``answer`` is the objective label;
     ``instance`` a path (relative to the source file's folder) of a file the program gets as
-    ``instance_file``; ``instance_inline`` a field whose value (object or JSON text) is that file."""
+    ``instance_file``; ``instance_inline`` a field whose value (object or JSON text) is that file.
+    A row whose instance field is absent or empty has no instance file."""
 
     id: str | None = None
     question: str
@@ -101,10 +102,12 @@ class UpstreamPromptSpec(_Spec):
 
 class PromptSpec(_Spec):
     """``task`` selects the project's own templates (``prompts/sets.yaml``); ``upstream`` is the
-    ``t-rex`` prompt set."""
+    ``t-rex`` prompt set. A run asking for ``t-rex`` on a benchmark without upstream templates uses
+    ``default_set`` instead (and records it)."""
 
     task: Literal["solve", "solve_with_data", "structure"]
     upstream: UpstreamPromptSpec | None = None
+    default_set: str = "neutral"
 
 
 class BenchmarkSpec(_Spec):
@@ -181,6 +184,22 @@ def shipped_spec_paths() -> dict[str, Path]:
     return {path.stem: path for path in sorted(assets.benchmarks_dir().glob("*.yaml"))}
 
 
+def user_benchmarks_dir() -> Path:
+    """Where ``trex-eval benchmarks add`` registers user benchmarks (``<config dir>/benchmarks``)."""
+    return config.config_dir() / "benchmarks"
+
+
+def user_spec_paths() -> dict[str, Path]:
+    """Registered user benchmark name -> YAML path (the file name without ``.yaml``)."""
+    folder = user_benchmarks_dir()
+    return {path.stem: path for path in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
+
+
+def known_spec_paths() -> dict[str, Path]:
+    """Shipped and registered benchmarks; a registered name never hides a shipped one."""
+    return {**user_spec_paths(), **shipped_spec_paths()}
+
+
 def load_spec(path: Path) -> BenchmarkSpec:
     """Parse and validate one benchmark YAML.
 
@@ -240,7 +259,7 @@ def resolve_spec_path(name_or_path: str, *, extra: Mapping[str, Path] | None = N
     Raises:
         BenchmarkError: unknown name (the message lists the known ones).
     """
-    known = {**shipped_spec_paths(), **(extra or {})}
+    known = {**known_spec_paths(), **(extra or {})}
     if name_or_path in known:
         return known[name_or_path]
     candidate = Path(name_or_path)
@@ -299,20 +318,27 @@ def load_benchmark(
     errors: list[RowError] = []
     seen: dict[str, str] = {}
     for row in rows:
+        if row.error is not None:
+            errors.append(RowError(where=row.where, field="(row)", message=row.error))
+            continue
         try:
             problem = loader.problem(row)
         except _RowProblem as exc:
             errors.append(RowError(where=row.where, field=exc.field, message=exc.message))
             continue
         if problem.id in seen:
-            errors.append(RowError(row.where, "id", f"duplicate id '{problem.id}' (first at {seen[problem.id]})"))
+            errors.append(
+                RowError(row.where, "id", f"duplicate id '{problem.id}' (first at {seen[problem.id]})")
+            )
             continue
         seen[problem.id] = row.where
         problems.append(problem)
     if strict:
         if errors:
             listed = "\n    ".join(str(e) for e in errors[:10])
-            raise BenchmarkError(f"{len(errors)} bad rows in benchmark '{spec.name}':\n    {listed}", where=str(spec_path))
+            raise BenchmarkError(
+                f"{len(errors)} bad rows in benchmark '{spec.name}':\n    {listed}", where=str(spec_path)
+            )
         if spec.source.rows is not None and len(problems) != spec.source.rows:
             raise BenchmarkError(
                 f"expected {spec.source.rows} rows, found {len(problems)}",
@@ -353,8 +379,11 @@ class _RowLoader:
         files = sorted(p for p in source.iterdir() if p.is_file()) if source.is_dir() else [source]
         for path in files:
             self._read(path)
-        return [f"{path.relative_to(self.source_root) if path.is_relative_to(self.source_root) else path.name}="
-                f"{sha}" for path, sha in sorted(self._digests.items())]
+        return [
+            f"{path.relative_to(self.source_root) if path.is_relative_to(self.source_root) else path.name}="
+            f"{sha}"
+            for path, sha in sorted(self._digests.items())
+        ]
 
     def _read(self, path: Path) -> bytes:
         data = path.read_bytes()
@@ -379,12 +408,14 @@ class _RowLoader:
         question = _text(values, fm.question, required=True)
         instance_files: dict[str, str] = {}
         data_path: str | None = None
-        if fm.instance is not None:
+        if fm.instance is not None and not _blank(values.get(fm.instance)):
             data_path = _text(values, fm.instance, required=True)
             instance_files[self.spec.instance_file] = self._relative_text(data_path, fm.instance)
         elif fm.instance_inline is not None and values.get(fm.instance_inline) not in (None, ""):
             inline = values[fm.instance_inline]
-            instance_files[self.spec.instance_file] = inline if isinstance(inline, str) else json.dumps(inline)
+            instance_files[self.spec.instance_file] = (
+                inline if isinstance(inline, str) else json.dumps(inline)
+            )
         reference = self._reference(values, pid)
         twin = None
         if self.spec.twins is not None and values.get(self.spec.twins.by) not in (None, ""):
@@ -400,7 +431,9 @@ class _RowLoader:
             reference=reference,
             instance_files=instance_files,
             data_path=data_path,
-            reference_code=(_text(values, fm.reference_code, required=False) or None) if fm.reference_code else None,
+            reference_code=(_text(values, fm.reference_code, required=False) or None)
+            if fm.reference_code
+            else None,
             twin_group=twin,
             meta=meta,
         )
@@ -419,10 +452,11 @@ class _RowLoader:
             )
         if fm.answer is None:
             raise _RowProblem("answer", "objective-graded benchmarks need fields.answer")
-        if fm.answer not in values:
+        answer = values.get(fm.answer)
+        if answer is None or (isinstance(answer, float) and answer != answer):
             raise _RowProblem(fm.answer, "missing")
         try:
-            return parse_answer(values[fm.answer])
+            return parse_answer(answer)
         except AnswerError as exc:
             raise _RowProblem(fm.answer, str(exc)) from None
 
@@ -439,6 +473,15 @@ class _RowLoader:
             return self._relative_bytes(rel, field_name).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _RowProblem(field_name, f"'{rel}' is not UTF-8 text: {exc.reason}") from None
+
+
+def _blank(value: object) -> bool:
+    """True for an absent cell: ``None``, whitespace-only text, or NaN (pandas' missing value)."""
+    return (
+        value is None
+        or (isinstance(value, str) and not value.strip())
+        or (isinstance(value, float) and value != value)
+    )
 
 
 def _text(values: Mapping[str, Any], key: str, *, required: bool) -> str:

@@ -128,7 +128,9 @@ def verify_data_dir(root: Path, *, manifest: DataManifest | None = None) -> Veri
             missing.append(rel)
         elif sha256_file(path) != expected:
             corrupt.append(rel)
-    return VerifyReport(root=str(root), checked=len(manifest.files), missing=tuple(missing), corrupt=tuple(corrupt))
+    return VerifyReport(
+        root=str(root), checked=len(manifest.files), missing=tuple(missing), corrupt=tuple(corrupt)
+    )
 
 
 ProgressCallback = Callable[[int, int | None], None]
@@ -198,9 +200,7 @@ def _download(
             target.open("wb") as out,
         ):
             if response.status_code != 200:
-                raise DataError(
-                    f"downloading {url} failed: HTTP {response.status_code}", hint=_HOW_TO_POINT
-                )
+                raise DataError(f"downloading {url} failed: HTTP {response.status_code}", hint=_HOW_TO_POINT)
             total_header = response.headers.get("content-length")
             total = int(total_header) if total_header and total_header.isdigit() else None
             done = 0
@@ -210,7 +210,9 @@ def _download(
                 if progress is not None:
                     progress(done, total)
             if total is not None and done != total:
-                raise DataError(f"download of {url} was cut short ({done} of {total} bytes)", hint=_HOW_TO_POINT)
+                raise DataError(
+                    f"download of {url} was cut short ({done} of {total} bytes)", hint=_HOW_TO_POINT
+                )
     except httpx.HTTPError as exc:
         raise DataError(f"cannot download {url}: {exc or type(exc).__name__}", hint=_HOW_TO_POINT) from exc
 
@@ -246,15 +248,19 @@ def _extract_verified(archive: Path, tree: Path, manifest: DataManifest) -> None
             if digest != manifest.files[rel]:
                 corrupt.append(rel)
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(f"the downloaded archive is not a readable .tar.gz: {exc}", hint=_HOW_TO_POINT) from exc
+        raise DataError(
+            f"the downloaded archive is not a readable .tar.gz: {exc}", hint=_HOW_TO_POINT
+        ) from exc
     missing = sorted(set(manifest.files) - found)
     if corrupt or missing:
         lines = [f"corrupt (sha256 mismatch): {rel}" for rel in sorted(corrupt)]
         lines += [f"missing from archive: {rel}" for rel in missing]
-        shown = "\n    ".join(lines[:20]) + (f"\n    ... and {len(lines) - 20} more" if len(lines) > 20 else "")
+        shown = "\n    ".join(lines[:20]) + (
+            f"\n    ... and {len(lines) - 20} more" if len(lines) > 20 else ""
+        )
         raise DataError(
-            f"the archive does not match the pinned snapshot {manifest.commit[:12]}; nothing was installed:\n    "
-            + shown,
+            f"the archive does not match the pinned snapshot {manifest.commit[:12]}; "
+            "nothing was installed:\n    " + shown,
             hint="retry the download; if it persists, the upstream archive changed: report it",
         )
 

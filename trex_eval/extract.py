@@ -370,6 +370,14 @@ def _extract_compat_orgeval(text: str) -> Extraction:
     return second, reason
 
 
+# --------------------------------------------------------------------------- raw
+
+
+def _extract_raw(text: str) -> Extraction:
+    """The whole text is the program (recorded outputs that already hold extracted code)."""
+    return text, "raw: the whole text is the program"
+
+
 # --------------------------------------------------------------------------- registry
 
 EXTRACTORS: Mapping[str, Callable[[str], Extraction]] = MappingProxyType(
@@ -377,6 +385,7 @@ EXTRACTORS: Mapping[str, Callable[[str], Extraction]] = MappingProxyType(
         DEFAULT_EXTRACTOR: _extract_default,
         "trex-compat-solver": _extract_compat_solver,
         "trex-compat-orgeval": _extract_compat_orgeval,
+        "raw": _extract_raw,
     }
 )
 """Extractor name -> function of the completion text."""

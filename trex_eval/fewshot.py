@@ -26,15 +26,15 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from trex_eval.errors import ConfigError
+from trex_eval.records import FewShotStrategy
 
-Strategy = Literal["random", "similar"]
+Strategy = FewShotStrategy
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]*|\d+(?:\.\d+)?")
 _STOP_WORDS = frozenset(
-    "a an and are as at be by for from in is it of on or that the this to with".split()
+    "a an and are as at be by for from in is it of on or that the this to with".split()  # noqa: SIM905
 )
 _K1 = 1.2
 _B = 0.75
@@ -113,7 +113,10 @@ def eligible(
         if policy.exclude_twins:
             if twin_group is not None and item.twin_group == twin_group:
                 continue
-            if policy.near_duplicate_jaccard is not None and jaccard(question, item.question) >= policy.near_duplicate_jaccard:
+            if (
+                policy.near_duplicate_jaccard is not None
+                and jaccard(question, item.question) >= policy.near_duplicate_jaccard
+            ):
                 continue
         out.append(item)
     return out
@@ -137,7 +140,8 @@ def select(
     candidates = eligible(problem_id, question, twin_group, pool, policy)
     if len(candidates) < policy.k:
         raise ConfigError(
-            f"only {len(candidates)} eligible few-shot examples for problem '{problem_id}', {policy.k} requested",
+            f"only {len(candidates)} eligible few-shot examples for problem '{problem_id}', "
+            f"{policy.k} requested",
             hint="lower --few-shot or give a larger --few-shot-source",
         )
     if policy.strategy == "random":
@@ -154,7 +158,10 @@ def select(
 
 
 def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
-    """BM25 score of ``query`` against each document (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + .5)/(df + .5)))."""
+    """BM25 score of ``query`` against each document.
+
+    k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), document lengths floored at 1.
+    """
     docs = [Counter(tokens(d)) for d in documents]
     n = len(docs)
     if n == 0:

@@ -62,7 +62,9 @@ def load_prompt_sets() -> dict[str, PromptSetSpec]:
     try:
         return {name: PromptSetSpec.model_validate(value) for name, value in raw.items()}
     except ValidationError as exc:
-        raise ConfigError(f"invalid prompt set definition: {exc.errors()[0]['msg']}", where=str(path)) from None
+        raise ConfigError(
+            f"invalid prompt set definition: {exc.errors()[0]['msg']}", where=str(path)
+        ) from None
 
 
 def prompt_set_names() -> list[str]:
@@ -92,7 +94,9 @@ class PromptRenderer:
         BenchmarkError: the benchmark has no upstream template, or a template is unreadable.
     """
 
-    def __init__(self, benchmark: Benchmark, prompt_set: str, *, working_directory: str | None = None) -> None:
+    def __init__(
+        self, benchmark: Benchmark, prompt_set: str, *, working_directory: str | None = None
+    ) -> None:
         self.benchmark = benchmark
         self.prompt_set = prompt_set
         self.working_directory = working_directory if working_directory is not None else str(benchmark.root)
@@ -103,7 +107,8 @@ class PromptRenderer:
             sets = load_prompt_sets()
             if prompt_set not in sets:
                 raise ConfigError(
-                    f"unknown prompt set '{prompt_set}'", hint=f"choose one of: {', '.join(prompt_set_names())}"
+                    f"unknown prompt set '{prompt_set}'",
+                    hint=f"choose one of: {', '.join(prompt_set_names())}",
                 )
             self._set = sets[prompt_set]
             task = benchmark.spec.prompt.task
@@ -118,7 +123,9 @@ class PromptRenderer:
             )
             self._system = env.get_template(system_name)
             self._user = env.get_template(user_name)
-            sources = [(assets.prompts_dir() / name).read_text(encoding="utf-8") for name in (system_name, user_name)]
+            sources = [
+                (assets.prompts_dir() / name).read_text(encoding="utf-8") for name in (system_name, user_name)
+            ]
             self.template_sha256 = _sha256(*sources)
 
     # ------------------------------------------------------------------ upstream
@@ -137,7 +144,9 @@ class PromptRenderer:
     def _read_upstream(self) -> str:
         spec = self._upstream_spec
         if self.benchmark.data_root is None:
-            raise BenchmarkError("the t-rex prompt set needs the data directory", where=str(self.benchmark.spec_path))
+            raise BenchmarkError(
+                "the t-rex prompt set needs the data directory", where=str(self.benchmark.spec_path)
+            )
         path = Path(self.benchmark.data_root) / spec.template
         try:
             return path.read_text(encoding="utf-8")
@@ -164,7 +173,9 @@ class PromptRenderer:
         if spec.style == "user-only":
             return None, self._substitute(template, problem)
         if "SYSTEM:" not in template or "USER:" not in template:
-            raise BenchmarkError("an upstream system-user template must contain SYSTEM: and USER:", where=spec.template)
+            raise BenchmarkError(
+                "an upstream system-user template must contain SYSTEM: and USER:", where=spec.template
+            )
         after_system = template.split("SYSTEM:", 1)[1]
         system, user = after_system.split("USER:", 1)
         return system.strip(), self._substitute(user.strip(), problem)
@@ -186,7 +197,9 @@ class PromptRenderer:
     def render(self, problem: Problem, *, few_shot: Sequence[FewShotExample] = ()) -> Prompt:
         """The chat prompt for ``problem``, optionally preceded by few-shot examples."""
         system, user = (
-            self._upstream_messages(problem) if self.prompt_set == UPSTREAM_SET else self._project_messages(problem)
+            self._upstream_messages(problem)
+            if self.prompt_set == UPSTREAM_SET
+            else self._project_messages(problem)
         )
         messages = _with_few_shot(system, user, few_shot)
         return Prompt(
@@ -199,7 +212,11 @@ class PromptRenderer:
 
     def user_text(self, problem: Problem) -> str:
         """The zero-shot user message for ``problem`` (few-shot examples quote it)."""
-        return (self._upstream_messages(problem) if self.prompt_set == UPSTREAM_SET else self._project_messages(problem))[1]
+        return (
+            self._upstream_messages(problem)
+            if self.prompt_set == UPSTREAM_SET
+            else self._project_messages(problem)
+        )[1]
 
 
 _FEW_SHOT_SYSTEM_SUFFIX = (
@@ -217,7 +234,9 @@ def _with_few_shot(
         head = (ChatMessage(role="system", content=system),) if system is not None else ()
         return (*head, ChatMessage(role="user", content=user))
     if system is None:
-        sections = ["The following solved examples show the expected answer format; they are not the current problem."]
+        sections = [
+            "The following solved examples show the expected answer format; they are not the current problem."
+        ]
         for i, example in enumerate(examples, start=1):
             sections += [
                 f"### Few-shot example {i} (not current problem)",
@@ -231,7 +250,11 @@ def _with_few_shot(
         return (ChatMessage(role="user", content="\n\n".join(sections)),)
     messages = [ChatMessage(role="system", content=system + _FEW_SHOT_SYSTEM_SUFFIX)]
     for i, example in enumerate(examples, start=1):
-        messages.append(ChatMessage(role="user", content=f"[Few-shot example {i}; not the current problem]\n{example.user}"))
+        messages.append(
+            ChatMessage(
+                role="user", content=f"[Few-shot example {i}; not the current problem]\n{example.user}"
+            )
+        )
         messages.append(ChatMessage(role="assistant", content=example.assistant))
     messages.append(ChatMessage(role="user", content=f"[Current problem to solve]\n{user}"))
     return tuple(messages)

@@ -26,6 +26,18 @@ class Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
 
+# --------------------------------------------------------------------------- vocabularies
+
+ProtocolName = Literal["default", "trex-compat"]
+"""``default``: trex-eval's corrected grading; ``trex-compat``: the reference harness's protocol."""
+
+GurobiPolicy = Literal["auto", "real", "compat"]
+"""Which gurobipy a program gets in the sandbox (see ``trex_eval.sandbox.Job.gurobi``)."""
+
+FewShotStrategy = Literal["random", "similar"]
+"""How few-shot examples are chosen (see ``trex_eval.fewshot``)."""
+
+
 # --------------------------------------------------------------------------- enums
 
 

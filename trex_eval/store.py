@@ -26,8 +26,20 @@ from typing import IO, Any
 
 from pydantic import Field, ValidationError
 
+from trex_eval.backends.base import BackendSpec
 from trex_eval.errors import StoreError
-from trex_eval.records import SCHEMA_VERSION, Completion, Prompt, Record, SampleRecord
+from trex_eval.records import (
+    SCHEMA_VERSION,
+    Completion,
+    FewShotStrategy,
+    GraderKind,
+    GurobiPolicy,
+    Prompt,
+    ProtocolName,
+    Record,
+    SampleRecord,
+    SamplingParams,
+)
 
 MANIFEST = "manifest.json"
 COMPLETIONS = "completions.jsonl"
@@ -50,16 +62,60 @@ class CompletionLine(Record):
         return (self.benchmark, self.completion.problem_id, self.completion.sample_index)
 
 
+class BenchmarkEntry(Record):
+    """One benchmark as run: its identity (name, version, data sha256), the problems selected,
+    how prompts were made and how samples were graded (``rule`` is the canonical ``name@version``
+    spec, ``extractor`` the extractor name)."""
+
+    name: str
+    title: str
+    version: int
+    sha256: str
+    problems: int
+    grader: GraderKind
+    rule: str
+    rule_description: str = ""
+    extractor: str
+    prompt_set: str
+    template_sha256: str
+
+
+class RunSettings(Record):
+    """What defines a run's results. Resuming requires identical settings.
+
+    ``model`` is the resolved model preset (backend, served model or path, options: never a
+    secret, API keys are referred to by environment variable name). ``protocol`` is ``default``
+    (trex-eval's corrected grading) or ``trex-compat`` (the reference
+    harness's rules, extractors and code rewrites). ``samples`` is the number of completions per
+    problem; ``limit`` the first-n problems per benchmark (``None`` = all); ``extractor`` an
+    extractor override (``None``: each benchmark's protocol default, recorded per benchmark).
+    """
+
+    model: BackendSpec
+    sampling: SamplingParams
+    samples: int = 1
+    limit: int | None = None
+    protocol: ProtocolName = "default"
+    prompt_set: str = "t-rex"
+    extractor: str | None = None
+    few_shot: int = 0
+    few_shot_strategy: FewShotStrategy = "random"
+    few_shot_source: str | None = None
+    gurobi: GurobiPolicy = "auto"
+    benchmarks: tuple[BenchmarkEntry, ...]
+
+
 class RunManifest(Record):
     """Self-description of a run. ``settings`` must match on resume; ``provenance`` records the
-    environment (versions, hashes, licence and sandbox reports) and may differ."""
+    environment (harness version and git sha, package and solver versions, licence and sandbox
+    reports, model backend description) and may differ between a run and its resumption."""
 
     schema_version: str = SCHEMA_VERSION
     run_id: str
     created_at: str
     finished_at: str | None = None
     command: tuple[str, ...] = ()
-    settings: dict[str, Any]
+    settings: RunSettings
     provenance: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -199,7 +255,9 @@ class RunStore:
             try:
                 yield CompletionLine.model_validate_json(text)
             except ValidationError as exc:
-                raise StoreError(f"corrupt completion record: {exc.errors()[0]['msg']}", where=where) from None
+                raise StoreError(
+                    f"corrupt completion record: {exc.errors()[0]['msg']}", where=where
+                ) from None
 
     def iter_samples(self) -> Iterator[SampleRecord]:
         """Every graded sample, last write wins for a repeated key (a re-grade appends)."""

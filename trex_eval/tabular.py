@@ -1,7 +1,10 @@
 """Reading benchmark rows from JSON, JSONL, CSV and Parquet files (or a folder of them).
 
 Each row comes back with a human locator (``file:line`` for text formats, ``file[row]`` for
-Parquet and JSON arrays) so that every loader error can say where the bad row is.
+Parquet and JSON arrays) so that every loader error can say where the bad row is. A row that
+cannot be read as a record (a JSONL line that is not a JSON object, a CSV line with more values
+than the header has columns) comes back too, with ``error`` set and no fields: one bad line is
+that row's problem, not the whole file's.
 """
 
 from __future__ import annotations
@@ -20,11 +23,22 @@ SUPPORTED_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
 @dataclass(frozen=True)
 class Row:
-    """One source row: its fields, its 0-based position over all files, and where it came from."""
+    """One source row: its fields, its 0-based position over all files, and where it came from.
+
+    ``error`` says why the row could not be read as a record (``fields`` is then empty).
+    """
 
     fields: dict[str, Any]
     position: int
     where: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class _Record:
+    fields: dict[str, Any]
+    where: str
+    error: str | None = None
 
 
 def read_rows(path: Path) -> list[Row]:
@@ -32,19 +46,20 @@ def read_rows(path: Path) -> list[Row]:
     name order).
 
     Raises:
-        BenchmarkError: unreadable file, unsupported suffix, a line that is not a JSON object.
+        BenchmarkError: unreadable file, unsupported suffix, a JSON file that is not valid JSON or
+            not an array of records. Unreadable single rows are returned with ``Row.error`` set.
     """
     files = sorted(p for p in path.iterdir() if p.suffix in SUPPORTED_SUFFIXES) if path.is_dir() else [path]
     if not files:
         raise BenchmarkError(f"no {', '.join(SUPPORTED_SUFFIXES)} files in folder", where=str(path))
     rows: list[Row] = []
     for file in files:
-        for fields, where in _read_file(file):
-            rows.append(Row(fields=fields, position=len(rows), where=where))
+        for record in _read_file(file):
+            rows.append(Row(record.fields, position=len(rows), where=record.where, error=record.error))
     return rows
 
 
-def _read_file(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
+def _read_file(path: Path) -> Iterator[_Record]:
     if not path.is_file():
         raise BenchmarkError("file not found", where=str(path))
     suffix = path.suffix.lower()
@@ -53,11 +68,7 @@ def _read_file(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
     elif suffix == ".json":
         yield from _read_json(path)
     elif suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as handle:
-            # Header is line 1; csv quoting may span lines, so use the reader's own counter.
-            reader = csv.DictReader(handle)
-            for record in reader:
-                yield dict(record), f"{path}:{reader.line_num}"
+        yield from _read_csv(path)
     elif suffix == ".parquet":
         import pandas as pd
 
@@ -66,28 +77,45 @@ def _read_file(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
         except Exception as exc:  # pyarrow raises several unrelated types for a bad file
             raise BenchmarkError(f"cannot read Parquet: {exc}", where=str(path)) from exc
         for i, record in enumerate(frame.to_dict(orient="records")):
-            yield {str(k): v for k, v in record.items()}, f"{path}[row {i}]"
+            yield _Record({str(k): v for k, v in record.items()}, f"{path}[row {i}]")
     else:
         raise BenchmarkError(
             f"unsupported file type '{path.suffix}'", where=str(path), hint=f"use one of {SUPPORTED_SUFFIXES}"
         )
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
+def _read_csv(path: Path) -> Iterator[_Record]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        # Header is line 1; csv quoting may span lines, so use the reader's own counter.
+        reader = csv.DictReader(handle)
+        for record in reader:
+            where = f"{path}:{reader.line_num}"
+            extra = record.pop(None, None)
+            if extra is not None:
+                columns = len(reader.fieldnames or ())
+                yield _Record({}, where, f"{columns + len(extra)} values for {columns} header columns")
+            else:
+                yield _Record(dict(record), where)
+
+
+def _read_jsonl(path: Path) -> Iterator[_Record]:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
+            where = f"{path}:{number}"
             try:
-                value = json.loads(line)
+                value = json.loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as exc:
-                raise BenchmarkError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=f"{path}:{number}") from exc
-            if not isinstance(value, dict):
-                raise BenchmarkError("each line must be a JSON object", where=f"{path}:{number}")
-            yield value, f"{path}:{number}"
+                yield _Record({}, where, f"invalid JSON: {exc.msg} (column {exc.colno})")
+                continue
+            if isinstance(value, dict):
+                yield _Record(value, where)
+            else:
+                yield _Record({}, where, f"expected a JSON object, found {_json_type(value)}")
 
 
-def _read_json(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
+def _read_json(path: Path) -> Iterator[_Record]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -102,6 +130,13 @@ def _read_json(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
     if not isinstance(value, list):
         raise BenchmarkError("expected a JSON array of objects", where=str(path))
     for i, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise BenchmarkError("array items must be JSON objects", where=f"{path}[{i}]")
-        yield item, f"{path}[{i}]"
+        if isinstance(item, dict):
+            yield _Record(item, f"{path}[{i}]")
+        else:
+            yield _Record({}, f"{path}[{i}]", f"expected a JSON object, found {_json_type(item)}")
+
+
+def _json_type(value: object) -> str:
+    """JSON's name for the type of a decoded value (``array``, ``string``, ...)."""
+    names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)

@@ -1,0 +1,106 @@
+"""`trex-eval benchmarks validate | add | list | show | remove` as a user runs them: the real CLI in a
+subprocess, a private config directory, the example benchmark of examples/or-word-problems."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
+
+Cli = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture()
+def cli(tmp_path: Path) -> Cli:
+    """Runs ``python -m trex_eval ARGS`` in ``tmp_path`` with a private TREX_CONFIG_DIR and a wide
+    terminal (rich would wrap long paths at 80 columns)."""
+    env = {**os.environ, "TREX_CONFIG_DIR": str(tmp_path / "config"), "COLUMNS": "250"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "trex_eval", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    return run
+
+
+def test_validate_lists_each_bad_row_and_succeeds(cli: Cli) -> None:
+    done = cli("benchmarks", "validate", str(EXAMPLE / "malformed.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert "3 problems; 9 rows with problems" in done.stdout
+    assert "(12 rows read)" in done.stdout
+    assert f"rows skipped (paths relative to {EXAMPLE})" in done.stdout
+    for line, field in ((2, "answer"), (3, "question"), (6, "(row)"), (8, "data_file"), (11, "(row)")):
+        row = next(r for r in done.stdout.splitlines() if f" malformed.jsonl:{line} " in r)
+        assert f" {field} " in row
+    assert "prompt [neutral] user" in done.stdout  # the first usable problem rendered
+    assert "A furniture workshop makes desks" in done.stdout
+
+
+def test_invalid_yaml_exits_2_with_file_line_and_field(cli: Cli, tmp_path: Path) -> None:
+    text = (EXAMPLE / "benchmark.yaml").read_text().replace("kind: objective", "kind: objectiv")
+    (tmp_path / "bad.yaml").write_text(text)
+    line = 1 + text.splitlines().index("  kind: objectiv")
+    done = cli("benchmarks", "add", str(tmp_path / "bad.yaml"))
+    assert done.returncode == 2
+    assert f"bad.yaml:{line}: field 'grader.kind'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "config" / "benchmarks").exists()
+
+
+def test_no_usable_row_exits_2(cli: Cli, tmp_path: Path) -> None:
+    text = (EXAMPLE / "benchmark.yaml").read_text()
+    text = text.replace("question: question", "question: text").replace(
+        "problems.jsonl", str(EXAMPLE / "problems.jsonl")
+    )
+    (tmp_path / "wrong-fields.yaml").write_text(text)
+    done = cli("benchmarks", "validate", str(tmp_path / "wrong-fields.yaml"))
+    assert done.returncode == 2
+    assert "no usable row" in done.stderr and "field 'text': missing" in done.stderr
+
+
+def test_add_list_show_replace_remove(cli: Cli, tmp_path: Path) -> None:
+    added = cli("benchmarks", "add", str(EXAMPLE / "benchmark.yaml"))
+    assert added.returncode == 0, added.stderr
+    registered = tmp_path / "config" / "benchmarks" / "or-word-problems.yaml"
+    assert f"registered benchmark 'or-word-problems': {registered}" in added.stdout
+    copy = yaml.safe_load(registered.read_text())
+    assert copy["source"]["path"] == str(EXAMPLE / "problems.jsonl")
+    assert copy["fields"] == yaml.safe_load((EXAMPLE / "benchmark.yaml").read_text())["fields"]
+
+    listed = cli("benchmarks", "list")
+    row = next(r for r in listed.stdout.splitlines() if "or-word-problems" in r)
+    assert "registered" in row and " 10 " in row and "strict" in row
+    assert any("nl4opt" in r and "shipped" in r for r in listed.stdout.splitlines())
+
+    shown = cli("benchmarks", "show", "or-word-problems", "facility-location", "--prompt")
+    assert shown.returncode == 0, shown.stderr
+    assert "instance file data.json" in shown.stdout and '"fixed_cost"' in shown.stdout
+    assert "prompt [neutral] user" in shown.stdout
+
+    again = cli("benchmarks", "add", str(EXAMPLE / "benchmark.yaml"))
+    assert again.returncode == 2 and "already registered" in again.stderr and "--replace" in again.stderr
+    replaced = cli("benchmarks", "add", str(EXAMPLE / "benchmark.yaml"), "--replace")
+    assert replaced.returncode == 0 and "replaced benchmark 'or-word-problems'" in replaced.stdout
+
+    removed = cli("benchmarks", "remove", "or-word-problems")
+    assert removed.returncode == 0 and not registered.exists()
+    assert "or-word-problems" not in cli("benchmarks", "list").stdout
+
+
+def test_add_refuses_a_shipped_name(cli: Cli, tmp_path: Path) -> None:
+    done = cli("benchmarks", "add", str(EXAMPLE / "messy.yaml"), "--name", "optibench")
+    assert done.returncode == 2 and "'optibench' is the name of a shipped benchmark" in done.stderr
+    assert not (tmp_path / "config" / "benchmarks" / "optibench.yaml").exists()

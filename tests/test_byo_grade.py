@@ -1,0 +1,241 @@
+"""Grading a YAML-only benchmark end to end with the real CLI, the real sandbox and real solvers:
+reference programs, recorded programs in nine solver libraries (``--code-field``), and a recorded
+coptpy completions file from "another tool" under the ``strict`` and ``orlm`` rules.
+
+Expected verdicts are hand-checked (examples/or-word-problems/README.md explains each one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
+COPTPY_TEXT = "response.choices.0.message.content"
+
+# The library each recorded solution in problems.jsonl solves with (field solution_library), as
+# the sandbox hooks name it.
+SOLUTION_LIBRARIES = {
+    "product-mix": "pulp",
+    "diet": "scipy.linprog",
+    "transportation": "ortools.linear_solver",
+    "assignment": "pyscipopt",
+    "knapsack": "highspy",
+    "night-shift": "gurobipy",
+    "flour-mill": "cvxpy",
+    "facility-location": "pyomo",
+    "overtime": "coptpy",
+    "production-plan": "ortools.sat",
+}
+
+# completions-coptpy.jsonl, one line per problem: what the program does, and its verdicts.
+#   product-mix        right model; prints only the number of desks (30), objective 4100
+#   diet               misreads beans as 120 kcal: optimum 247.6/57 = 4.3439 vs 4.40 (-1.3 %)
+#   transportation     maximises instead of minimising: 760 vs 630
+#   assignment         continuous x in [0, 1]; the assignment polytope is integral: 34
+#   knapsack           continuous x in [0, 1]: LP bound 23 + 24 + 15 * 7/8 = 60.125 vs 60
+#   night-shift        right model: infeasible
+#   flour-mill         invents a 100 t cap per flour: 30 * 100 + 20 * 100 = 5000, reference unbounded
+#   facility-location  reads data.json, right model: 490
+#   overtime           right model: 0
+#   production-plan    no program at all, only the (right) number in prose
+# strict: |Δ| <= 1e-6 + 1e-4 |ref|. orlm: round both to integers, then |Δ| <= 0.05 |ref|, so
+# diet (4 vs 4) and knapsack (60 vs 60) pass under orlm only.
+COPTPY_PREDICTED = {
+    "product-mix": 4100.0,
+    "diet": 247.6 / 57,
+    "transportation": 760.0,
+    "assignment": 34.0,
+    "knapsack": 60.125,
+    "flour-mill": 5000.0,
+    "facility-location": 490.0,
+    "overtime": 0.0,
+}
+COPTPY_STRICT = {
+    "product-mix": "correct",
+    "diet": "wrong",
+    "transportation": "wrong",
+    "assignment": "correct",
+    "knapsack": "wrong",
+    "night-shift": "correct",
+    "flour-mill": "wrong",
+    "facility-location": "correct",
+    "overtime": "correct",
+    "production-plan": "no_code",
+}
+COPTPY_ORLM = COPTPY_STRICT | {"diet": "correct", "knapsack": "correct"}
+
+
+def _cli(
+    *args: str, cwd: Path, data_dir: Path, config: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250"}
+    quiet = ["--no-progress"] if args[0] in ("run", "grade") else []
+    if config is not None:
+        env["TREX_CONFIG_DIR"] = str(config)
+    done = subprocess.run(
+        [sys.executable, "-m", "trex_eval", *args, *quiet, "--data-dir", str(data_dir)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def _samples(run_dir: Path) -> dict[str, dict[str, Any]]:
+    lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    by_id = {r["problem_id"]: r for r in records}
+    assert len(by_id) == len(records)
+    return by_id
+
+
+def _verdicts(run_dir: Path) -> dict[str, str]:
+    return {pid: r["grade"]["verdict"] for pid, r in _samples(run_dir).items()}
+
+
+def _summary(run_dir: Path) -> dict[str, Any]:
+    (entry,) = json.loads((run_dir / "summary.json").read_text())["benchmarks"]
+    return entry  # type: ignore[no-any-return]
+
+
+def test_messy_benchmark_runs_with_reference_programs(tmp_path: Path, data_dir: Path) -> None:
+    """``--model reference`` writes, for each reference, a program with exactly that optimum or
+    status: every messy label must have been read as the value or status it means."""
+    run_dir = tmp_path / "reference"
+    _cli(
+        "run",
+        "--model",
+        "reference",
+        "--benchmark-file",
+        str(EXAMPLE / "messy.yaml"),
+        "--out",
+        str(run_dir),
+        cwd=tmp_path,
+        data_dir=data_dir,
+    )
+    samples = _samples(run_dir)
+    assert {pid: r["grade"]["verdict"] for pid, r in samples.items()} == dict.fromkeys(
+        SOLUTION_LIBRARIES, "correct"
+    )
+    statuses = {pid: r["execution"]["solves"][-1]["status"] for pid, r in samples.items()}
+    assert statuses["night-shift"] == "infeasible" and statuses["flour-mill"] == "unbounded"
+    assert samples["overtime"]["grade"]["evidence"]["predicted"] == 0.0
+    assert samples["product-mix"]["grade"]["evidence"]["reference"] == 4100.0
+    entry = _summary(run_dir)
+    assert entry["benchmark"] == "or-word-problems-messy" and entry["prompt_set"] == "neutral"
+    prompt = samples["facility-location"]["prompt"]["messages"][-1]["content"]
+    assert "data.json" in prompt and "three candidate sites" in prompt
+
+
+def test_recorded_programs_in_nine_libraries_grade_by_their_hooks(tmp_path: Path, data_dir: Path) -> None:
+    """The solution field of problems.jsonl holds one complete program per problem, each in another
+    library; graded as already-extracted code (``--code-field``) against the messy labels."""
+    run_dir = tmp_path / "solutions"
+    _cli(
+        "grade",
+        str(EXAMPLE / "problems.jsonl"),
+        "--benchmark",
+        str(EXAMPLE / "messy.yaml"),
+        "--id-field",
+        "id",
+        "--code-field",
+        "solution",
+        "--out",
+        str(run_dir),
+        cwd=tmp_path,
+        data_dir=data_dir,
+    )
+    samples = _samples(run_dir)
+    assert {pid: r["grade"]["verdict"] for pid, r in samples.items()} == dict.fromkeys(
+        SOLUTION_LIBRARIES, "correct"
+    )
+    libraries = {pid: r["execution"]["solves"][-1]["library"] for pid, r in samples.items()}
+    assert libraries == SOLUTION_LIBRARIES
+    assert {r["program"]["extractor"] for r in samples.values()} == {"raw"}
+    assert "Cardinal Optimizer" in samples["overtime"]["execution"]["stdout_tail"]  # coptpy's banner
+
+
+def test_coptpy_completions_under_strict_and_orlm(tmp_path: Path, data_dir: Path) -> None:
+    """A registered benchmark, a completions file with another tool's field layout (``--completions``,
+    dotted ``--text-field``), graded with the benchmark's ``strict`` rule, then the same run re-graded
+    with ``--rule orlm``."""
+    config = tmp_path / "config"
+    registered = _cli(
+        "benchmarks", "add", str(EXAMPLE / "benchmark.yaml"), cwd=tmp_path, data_dir=data_dir, config=config
+    )
+    assert "registered benchmark 'or-word-problems'" in registered.stdout
+    strict_dir, orlm_dir = tmp_path / "strict", tmp_path / "orlm"
+    _cli(
+        "grade",
+        "--completions",
+        str(EXAMPLE / "completions-coptpy.jsonl"),
+        "--benchmark",
+        "or-word-problems",
+        "--id-field",
+        "task_id",
+        "--text-field",
+        COPTPY_TEXT,
+        "--out",
+        str(strict_dir),
+        cwd=tmp_path,
+        data_dir=data_dir,
+        config=config,
+    )
+    _cli(
+        "grade",
+        str(strict_dir),
+        "--rule",
+        "orlm",
+        "--out",
+        str(orlm_dir),
+        cwd=tmp_path,
+        data_dir=data_dir,
+        config=config,
+    )
+
+    assert _verdicts(strict_dir) == COPTPY_STRICT
+    assert _verdicts(orlm_dir) == COPTPY_ORLM
+    strict, orlm = _summary(strict_dir), _summary(orlm_dir)
+    assert (strict["rule"], strict["correct_samples"], strict["pass_at_1"]) == ("strict@1", 5, 0.5)
+    assert (orlm["rule"], orlm["correct_samples"], orlm["pass_at_1"]) == ("orlm@1", 7, 0.7)
+
+    samples = _samples(strict_dir)
+    for pid, value in COPTPY_PREDICTED.items():
+        solve = samples[pid]["execution"]["solves"][-1]
+        assert solve["library"] == "coptpy"
+        assert solve["objective"] == pytest.approx(value, rel=1e-9, abs=1e-9), pid
+    assert samples["night-shift"]["execution"]["solves"][-1]["status"] == "infeasible"
+    # The hooks decide, not the printout: COPT's banner and log go to stdout, and the product-mix
+    # program prints only its number of desks.
+    product_mix = samples["product-mix"]["execution"]
+    assert (
+        "Cardinal Optimizer" in product_mix["stdout_tail"]
+        and "Desks to make: 30.0" in product_mix["stdout_tail"]
+    )
+    assert samples["production-plan"]["execution"]["status"] == "no_code"
+
+
+def test_malformed_rows_are_skipped_and_the_rest_runs(tmp_path: Path, data_dir: Path) -> None:
+    run_dir = tmp_path / "malformed"
+    _cli(
+        "run",
+        "--model",
+        "reference",
+        "--benchmark-file",
+        str(EXAMPLE / "malformed.yaml"),
+        "--out",
+        str(run_dir),
+        cwd=tmp_path,
+        data_dir=data_dir,
+    )
+    assert _verdicts(run_dir) == dict.fromkeys(["product-mix", "facility-location", "knapsack"], "correct")
+    assert _summary(run_dir)["problems"] == 3

@@ -1,0 +1,289 @@
+"""The run pipeline end to end: real benchmarks, real backends over real HTTP, the real sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_server import FakeOpenAIServer, Reply
+
+from trex_eval import runner
+from trex_eval.backends.base import BackendSpec
+from trex_eval.backends.presets import load_presets, resolve_preset
+from trex_eval.errors import StoreError
+from trex_eval.records import SamplingParams, Verdict
+from trex_eval.store import RunStore
+
+# Reference-harness §1.3/§1.4/§9: items whose reference solution cannot pass a correct grader.
+FEASIBLE_LABEL_DEFECTS = {"BENCH4OPT_380", "BENCH4OPT_381"}  # reference model optimum 0.14448, label 30
+ORGEVAL_DATA_DEFECTS = {f"BENCH4OPT_{i}" for i in (32, 206, 380, 381, 144, 145)}  # G9: data/LP mismatches
+ORGEVAL_NOT_SUFFICIENT = {f"BENCH4OPT_{i}" for i in (286, 287, 360, 361)}  # G8: "Due to distinctness."
+ORGEVAL_QUADRATIC = {f"BENCH4OPT_{i}" for i in (32, 33, 56, 57, 364, 365, 374, 375)}  # §1.3
+
+
+def _cli(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trex_eval", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _samples(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_reference_run_over_all_four_benchmarks(tmp_path: Path, data_dir: Path) -> None:
+    """The README self-test: `trex-eval run --model reference` scores every well-posed item."""
+    run_dir = tmp_path / "ref"
+    done = _cli(
+        "run",
+        "--model",
+        "reference",
+        "--out",
+        str(run_dir),
+        "--no-progress",
+        "--data-dir",
+        str(data_dir),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = _samples(run_dir)
+    keys = Counter((r["benchmark"], r["problem_id"], r["sample_index"]) for r in records)
+    assert max(keys.values()) == 1
+    per_bench = Counter(r["benchmark"] for r in records)
+    assert per_bench == {"nl4opt": 289, "optibench": 600, "b4o-feasible": 344, "b4o-orgeval": 394}
+    failed = {
+        (r["benchmark"], r["problem_id"]): r["grade"]["verdict"]
+        for r in records
+        if r["grade"]["verdict"] != "correct"
+    }
+    assert {p for b, p in failed if b in ("nl4opt", "optibench")} == set()
+    assert {p for b, p in failed if b == "b4o-feasible"} == FEASIBLE_LABEL_DEFECTS
+    orgeval = {p: v for (b, p), v in failed.items() if b == "b4o-orgeval"}
+    assert set(orgeval) == ORGEVAL_DATA_DEFECTS | ORGEVAL_NOT_SUFFICIENT | ORGEVAL_QUADRATIC
+    # Quadratic and symmetric items are undecidable for the structure grader, never "wrong".
+    assert {
+        p for p, v in orgeval.items() if v == "not_determinable"
+    } == ORGEVAL_NOT_SUFFICIENT | ORGEVAL_QUADRATIC
+    assert {p for p, v in orgeval.items() if v == "wrong"} == ORGEVAL_DATA_DEFECTS - ORGEVAL_QUADRATIC
+    # every sample keeps what explains its verdict
+    sample = records[0]
+    assert sample["prompt"]["messages"] and sample["completion"]["text"] and sample["program"]["code"]
+    assert sample["grade"]["rule"] and sample["grade"]["reason"] and sample["execution"]["isolation"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["finished_at"] and manifest["settings"]["model"]["name"] == "reference"
+    prov = manifest["provenance"]
+    assert prov["packages"]["highspy"] and prov["sandbox"]["isolation"] and prov["data"]["commit"]
+    assert {b["name"]: b["sha256"] for b in manifest["settings"]["benchmarks"]}.keys() == set(per_bench)
+    assert (run_dir / "summary.json").is_file() and (run_dir / "summary.md").read_text().strip()
+
+
+def _summary_without_timing(run_dir: Path) -> Any:
+    """summary.json minus the run's identity (id, times, path), which legitimately differs."""
+    data = json.loads((run_dir / "summary.json").read_text())
+    data.pop("run")
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if k not in ("generated_at", "run_dir", "finished_at", "run_id")
+            }
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(data)
+
+
+def test_kill_9_and_resume_equals_uninterrupted_run(tmp_path: Path, data_dir: Path) -> None:
+    args = [
+        "run",
+        "--model",
+        "reference",
+        "-b",
+        "nl4opt,b4o-orgeval,b4o-feasible",
+        "--limit",
+        "40",
+        "--no-progress",
+        "--data-dir",
+        str(data_dir),
+    ]
+    clean = tmp_path / "clean"
+    done = _cli(*args, "--out", str(clean), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    killed = tmp_path / "killed"
+    kills = 0
+    for _ in range(3):
+        first = not (killed / "manifest.json").exists()
+        extra = ["--out", str(killed)] if first else ["--resume", str(killed)]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "trex_eval", *(args if first else args[:1]), *extra],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        time.sleep(rng.uniform(2.0, 6.0))
+        if proc.poll() is None:
+            descendants = _descendants(proc.pid)
+            os.kill(proc.pid, signal.SIGKILL)  # the harness only, as a user or the OOM killer would
+            kills += 1
+            proc.wait()
+            deadline = time.monotonic() + 10
+            while (alive := [p for p in descendants if _alive(p)]) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not alive, f"seed {seed}: sandbox processes outlived the harness: {alive}"
+        proc.wait()
+    done = _cli("run", "--resume", str(killed), "--no-progress", "--data-dir", str(data_dir), cwd=tmp_path)
+    assert done.returncode == 0, f"seed {seed}: {done.stderr[-2000:]}"
+    assert kills >= 1, f"seed {seed}: the run finished before any kill; lengthen it"
+    records = _samples(killed)
+    keys = Counter((r["benchmark"], r["problem_id"], r["sample_index"]) for r in records)
+    assert len(keys) == 120 and max(keys.values()) == 1, f"seed {seed}"
+    completions = [json.loads(x) for x in (killed / "completions.jsonl").read_text().splitlines()]
+    assert (
+        len({(c["benchmark"], c["completion"]["problem_id"]) for c in completions}) == len(completions) == 120
+    )
+    assert _summary_without_timing(killed) == _summary_without_timing(clean), f"seed {seed}"
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _reference_spec() -> BackendSpec:
+    return resolve_preset("reference", presets=load_presets())
+
+
+def test_resume_refuses_changed_settings(tmp_path: Path, data_dir: Path) -> None:
+    request = runner.RunRequest(
+        model=_reference_spec(),
+        data_dir=data_dir,
+        benchmarks=("nl4opt",),
+        limit=3,
+        out=tmp_path / "run",
+        show_progress=False,
+    )
+    runner.run(request)
+    changed = runner.RunRequest(
+        model=_reference_spec(),
+        data_dir=data_dir,
+        benchmarks=("nl4opt",),
+        limit=3,
+        out=tmp_path / "run",
+        rules=("rel:1e-3",),
+        show_progress=False,
+    )
+    with pytest.raises(StoreError, match="benchmark nl4opt: rule, rule_description differ"):
+        runner.run(changed)
+    again = runner.run(request)
+    assert again.graded_now == 0 and again.generated_now == 0
+
+
+def test_generation_streams_into_grading_over_http(tmp_path: Path, data_dir: Path) -> None:
+    """Grading starts while the model is still generating; API failures are samples, not crashes."""
+    text = (
+        "```python\nimport pulp\np = pulp.LpProblem('t', pulp.LpMaximize)\nx = pulp.LpVariable('x', 0, 1)\n"
+        "p += x\np.solve(pulp.PULP_CBC_CMD(msg=0))\n```"
+    )
+    with FakeOpenAIServer(lambda key, attempt: Reply(text=text, delay_s=0.25)) as server:
+        spec = BackendSpec(
+            name="fake",
+            backend="openai",
+            model="served-model",
+            options={"base_url": server.base_url, "concurrency": 2, "verify_model": False},
+            sampling=SamplingParams(),
+        )
+        request = runner.RunRequest(
+            model=spec,
+            data_dir=data_dir,
+            benchmarks=("nl4opt",),
+            limit=16,
+            out=tmp_path / "run",
+            show_progress=False,
+        )
+        seen: dict[str, int] = {}
+
+        def watch() -> None:
+            samples, completions = tmp_path / "run" / "samples.jsonl", tmp_path / "run" / "completions.jsonl"
+            while "first" not in seen:
+                if samples.exists() and samples.stat().st_size:
+                    seen["first"] = len(completions.read_text().splitlines())
+                time.sleep(0.01)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        result = runner.run(request)
+        watcher.join(timeout=5)
+    assert seen["first"] < 16, "the first grade should land long before the last completion"
+    records = list(RunStore(result.run_dir).iter_samples())
+    assert len(records) == 16
+    assert {r.grade.verdict for r in records} <= {Verdict.WRONG, Verdict.CORRECT}
+    assert all(
+        r.completion.usage.completion_tokens == 7 and r.completion.finish_reason == "stop" for r in records
+    )
+
+
+def test_failed_requests_count_as_failures(tmp_path: Path, data_dir: Path) -> None:
+    recorded = tmp_path / "recorded.jsonl"
+    recorded.write_text(
+        "".join(
+            json.dumps({"problem_id": str(i), "completion": "```python\nprint(1)\n```"}) + "\n"
+            for i in range(3)
+        )
+    )
+    spec = BackendSpec(
+        name="replayed",
+        backend="replay",
+        model="x",
+        options={"path": str(recorded)},
+        sampling=SamplingParams(),
+    )
+    result = runner.run(
+        runner.RunRequest(
+            model=spec,
+            data_dir=data_dir,
+            benchmarks=("nl4opt",),
+            limit=5,
+            out=tmp_path / "run",
+            show_progress=False,
+        )
+    )
+    verdicts = Counter(r.grade.verdict for r in RunStore(result.run_dir).iter_samples())
+    assert verdicts == {Verdict.NO_SOLVE: 3, Verdict.API_ERROR: 2}

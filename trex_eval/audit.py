@@ -1,0 +1,136 @@
+"""``trex-eval audit``: grade every benchmark's own reference solutions.
+
+The benchmark's reference program (its ``reference_code``; ``model.optimize()`` appended for
+objective grading) goes through the same extraction, sandbox and grader as a model's answer, via
+the ``reference`` backend. Under a correct grader every well-posed item passes, so each failure
+points at a data defect (label vs reference model), a numerical limit, or a grader bug — the
+per-item CSV gives the reason a person can check.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from trex_eval import runner
+from trex_eval.backends.base import BackendSpec
+from trex_eval.benchmark import load_benchmark, shipped_spec_paths
+from trex_eval.records import ObjectiveEvidence, ProtocolName, SampleRecord, SamplingParams, Verdict
+from trex_eval.store import RunStore
+
+CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "reason")
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    csv_path: Path
+    run_dir: Path
+    rows: tuple[dict[str, str], ...]
+    markdown: str
+
+
+def default_benchmarks(data_dir: Path) -> tuple[str, ...]:
+    """The shipped benchmarks that have reference programs to audit."""
+    return tuple(
+        name
+        for name in shipped_spec_paths()
+        if load_benchmark(name, data_dir=data_dir).spec.fields.reference_code is not None
+    )
+
+
+def audit(
+    benchmarks: Sequence[str] | None,
+    *,
+    data_dir: Path,
+    protocol: ProtocolName = "default",
+    rules: tuple[str, ...] = (),
+    csv_path: Path | None = None,
+    workers: int = 2,
+    show_progress: bool = True,
+    results_dir: Path = Path("results"),
+) -> AuditResult:
+    """Run the audit; writes the per-item CSV and returns it with a Markdown summary."""
+    names = tuple(benchmarks) if benchmarks else default_benchmarks(data_dir)
+    tag = "-".join(rules) if rules else protocol
+    csv_path = csv_path or results_dir / f"audit-{tag}.csv"
+    run_dir = results_dir / f"audit-{tag}-run"
+    spec = BackendSpec(
+        name="reference",
+        backend="reference",
+        model="reference",
+        sampling=SamplingParams(),
+        description="each benchmark's own reference solution",
+        options={"libraries": "gurobipy"} if protocol == "trex-compat" else {},
+    )
+    request = runner.RunRequest(
+        model=spec,
+        data_dir=data_dir,
+        benchmarks=names,
+        protocol=protocol,
+        rules=rules,
+        sandbox=runner.SandboxSettings(workers=workers),
+        out=run_dir,
+        show_progress=show_progress,
+    )
+    result = runner.run(request)
+    order = {name: i for i, name in enumerate(names)}
+    samples = sorted(
+        RunStore(result.run_dir).iter_samples(), key=lambda r: (order[r.benchmark], _id_key(r.problem_id))
+    )
+    rows = tuple(_row(record) for record in samples)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    csv_path.write_text(_to_csv(rows), encoding="utf-8")
+    return AuditResult(csv_path, result.run_dir, rows, _markdown(rows, tag))
+
+
+def _id_key(problem_id: str) -> tuple[int, str]:
+    tail = problem_id.rsplit("_", 1)[-1]
+    return (int(tail), problem_id) if tail.isdigit() else (-1, problem_id)
+
+
+def _row(record: SampleRecord) -> dict[str, str]:
+    evidence = record.grade.evidence
+    predicted = reference = ""
+    if isinstance(evidence, ObjectiveEvidence):
+        predicted = "" if evidence.predicted is None else repr(evidence.predicted)
+        reference = "" if evidence.reference is None else repr(evidence.reference)
+    return {
+        "benchmark": record.benchmark,
+        "id": record.problem_id,
+        "verdict": record.grade.verdict.value,
+        "rule": record.grade.rule,
+        "predicted": predicted,
+        "reference": reference,
+        "reason": record.grade.reason,
+    }
+
+
+def _to_csv(rows: Sequence[dict[str, str]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _markdown(rows: Sequence[dict[str, str]], tag: str) -> str:
+    lines = [f"# Reference-solution audit ({tag})", ""]
+    by_bench: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        by_bench.setdefault(row["benchmark"], []).append(row)
+    lines += ["| benchmark | rule | correct | total | other verdicts |", "|---|---|---:|---:|---|"]
+    for name, items in by_bench.items():
+        verdicts = Counter(r["verdict"] for r in items)
+        correct = verdicts.pop(Verdict.CORRECT.value, 0)
+        other = ", ".join(f"{v} {n}" for v, n in verdicts.most_common()) or "-"
+        lines.append(f"| {name} | {items[0]['rule']} | {correct} | {len(items)} | {other} |")
+    for name, items in by_bench.items():
+        failures = [r for r in items if r["verdict"] != Verdict.CORRECT.value]
+        if failures:
+            lines += ["", f"## {name}: {len(failures)} not correct", ""]
+            lines += [f"- {r['id']}: {r['verdict']} — {r['reason']}" for r in failures]
+    return "\n".join(lines) + "\n"

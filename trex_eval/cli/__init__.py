@@ -1,0 +1,62 @@
+"""Command-line interface (typer). Thin: parse flags, call the library, print.
+
+Every user error is a :class:`~trex_eval.errors.TrexError`: printed as one clear message on
+stderr, exit code 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from trex_eval import __version__
+from trex_eval.cli import benchmarks_cmd, data_cmd, run_cmd
+from trex_eval.cli._common import err, out
+from trex_eval.errors import TrexError
+
+app = typer.Typer(
+    name="trex-eval",
+    help=(
+        "Evaluate LLMs on Operations Research benchmarks (NL4OPT, OptiBench, Bench4Opt): render prompts, "
+        "generate, extract the solver program, run it in a sandbox, grade, and publish leaderboards.\n\n"
+        "Start with `trex-eval run --model reference` (a self-test, no GPU or key needed), then "
+        "`trex-eval run --model NAME` with a preset from `trex-eval models`."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(data_cmd.app, name="data")
+app.add_typer(benchmarks_cmd.app, name="benchmarks")
+run_cmd.register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"trex-eval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """trex-eval: zero-shot OR benchmark harness."""
+
+
+def main() -> None:
+    """Console-script entry point: run the app, turning harness errors into exit code 2."""
+    try:
+        app()
+    except TrexError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print(
+            "interrupted: the run directory keeps everything finished so far; continue with --resume DIR"
+        )
+        sys.exit(130)

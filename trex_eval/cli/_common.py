@@ -1,0 +1,46 @@
+"""Options and consoles shared by the command modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+out = Console()
+err = Console(stderr=True)
+
+
+def data_dir_or_pull(explicit: Path | None) -> Path:
+    """The data directory in force; on first use (no --data-dir, no TREX_DATA_DIR, nothing in the
+    cache) the pinned data are downloaded into the cache, with a progress bar."""
+    from rich.progress import BarColumn, DownloadColumn, Progress
+
+    from trex_eval import config, data
+    from trex_eval.errors import DataError
+
+    try:
+        return data.resolve_data_dir(explicit)
+    except DataError:
+        if explicit is not None or config.data_dir_from_env() is not None:
+            raise
+    err.print(
+        "benchmark data not found: downloading the pinned SLAI-T-Rex snapshot once "
+        "(13 MB of benchmark files are kept)"
+    )
+    with Progress("{task.description}", BarColumn(), DownloadColumn(), console=err) as progress:
+        task = progress.add_task("trex data", total=None)
+        path = data.pull(progress=lambda done, total: progress.update(task, completed=done, total=total))
+    return data.resolve_data_dir(path)
+
+
+DataDirOption = Annotated[
+    Optional[Path],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
+    typer.Option(
+        "--data-dir",
+        help="Benchmark data root (holds data/ and evaluation/). Default: $TREX_DATA_DIR, then the user "
+        "cache.",
+        show_default=False,
+    ),
+]

@@ -1,0 +1,251 @@
+"""`trex-eval benchmarks ...`: list, inspect, validate, add and remove benchmarks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from trex_eval.cli._common import DataDirOption, err, out
+from trex_eval.errors import TrexError
+
+if TYPE_CHECKING:
+    from trex_eval.benchmark import BenchmarkSpec
+    from trex_eval.userbench import ValidationReport
+
+app = typer.Typer(help="List, inspect, validate and add benchmarks.", no_args_is_help=True)
+
+_PROMPT_PREVIEW_CHARS = 600
+
+
+def _data_dir_if_any(explicit: Path | None) -> Path | None:
+    """The data directory, or ``None`` when there is none: user benchmarks with ``source.root:
+    file`` do not need one. An explicit ``--data-dir`` that is not a data directory is an error."""
+    from trex_eval import data
+
+    try:
+        return data.resolve_data_dir(explicit)
+    except TrexError:
+        if explicit is not None:
+            raise
+        return None
+
+
+def _relative(text: str) -> str:
+    """``text`` with the current directory prefix removed from a path it starts with."""
+    return _without_prefix(text, Path.cwd()) if text.startswith(f"{Path.cwd()}/") else text
+
+
+def _without_prefix(text: str, folder: Path) -> str:
+    """``text`` with every occurrence of ``folder/`` removed (paths inside it become relative)."""
+    return text.replace(f"{folder}/", "")
+
+
+@app.command("list")
+def benchmarks_list(data_dir: DataDirOption = None) -> None:
+    """Name, origin, rows, grader, default rule and prompt sets of every known benchmark."""
+    from trex_eval import benchmark, prompting
+
+    root = _data_dir_if_any(data_dir)
+    table = Table("name", "title", "origin", "rows", "grader", "rule", "compat rule", "prompt sets")
+    sets = prompting.prompt_set_names()
+    shipped = benchmark.shipped_spec_paths()
+    registered = {k: v for k, v in benchmark.user_spec_paths().items() if k not in shipped}
+    for origin, paths in (("shipped", shipped), ("registered", registered)):
+        for name, path in paths.items():
+            try:
+                spec = benchmark.load_spec(path)
+                rows = _row_count(name, spec, data_dir=root)
+            except TrexError as exc:
+                table.add_row(name, "-", origin, Text(f"unreadable: {exc.message}", style="red"))
+                continue
+            available = [s for s in sets if s != prompting.UPSTREAM_SET or spec.prompt.upstream is not None]
+            table.add_row(
+                name,
+                spec.title,
+                origin,
+                rows,
+                spec.grader.kind.value,
+                spec.grader.rule,
+                spec.grader.compat_rule,
+                ", ".join(available),
+            )
+    out.print(table)
+    if root is None:
+        err.print("(no data directory found: row counts are the expected ones; run `trex-eval data pull`)")
+
+
+def _row_count(name: str, spec: BenchmarkSpec, *, data_dir: Path | None) -> str:
+    """Usable rows when the benchmark can be loaded now, else the count its YAML expects."""
+    from trex_eval import benchmark
+
+    if spec.source.root == "data" and data_dir is None:
+        return str(spec.source.rows) if spec.source.rows is not None else "?"
+    return str(len(benchmark.load_benchmark(name, data_dir=data_dir)))
+
+
+@app.command("show")
+def benchmarks_show(
+    name: Annotated[str, typer.Argument(help="Benchmark name or path to a benchmark YAML.")],
+    problem_id: Annotated[str, typer.Argument(help="Problem id (e.g. 0, BENCH4OPT_2).")],
+    prompt: Annotated[bool, typer.Option("--prompt", help="Also render the prompt messages.")] = False,
+    prompt_set: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--prompt-set",
+            help="Prompt set to render. Default: t-rex, or the benchmark's default set when it has no "
+            "upstream templates.",
+            show_default=False,
+        ),
+    ] = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Show one problem: question, reference, instance files; optionally its rendered prompt."""
+    from trex_eval import benchmark, prompting
+
+    bench = benchmark.load_benchmark(name, data_dir=_data_dir_if_any(data_dir))
+    problem = bench.get(problem_id)
+    out.rule(f"{bench.name} / {problem.id} (row {problem.index})")
+    out.print(problem.question, markup=False)
+    out.rule("reference")
+    out.print(problem.reference.model_dump_json(indent=2), markup=False)
+    for fname, content in problem.instance_files.items():
+        out.rule(f"instance file {fname} ({len(content)} chars)")
+        out.print(content[:2000] + ("\n..." if len(content) > 2000 else ""), markup=False)
+    if problem.twin_group:
+        twins = [p.id for p in bench.problems if p.twin_group == problem.twin_group and p.id != problem.id]
+        out.print(f"twin wordings: {', '.join(twins) or '-'}")
+    if prompt:
+        chosen = prompt_set or (
+            prompting.UPSTREAM_SET
+            if bench.spec.prompt.upstream is not None
+            else bench.spec.prompt.default_set
+        )
+        rendered = prompting.PromptRenderer(bench, chosen).render(problem)
+        for message in rendered.messages:
+            out.rule(Text(f"prompt [{chosen}] {message.role}"))
+            out.print(message.content, markup=False)
+
+
+@app.command("validate")
+def benchmarks_validate(
+    name_or_file: Annotated[str, typer.Argument(help="A benchmark YAML file, or a benchmark name.")],
+    show_prompt: Annotated[
+        bool, typer.Option("--show-prompt", help="Print the first problem's rendered prompt in full.")
+    ] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Check a benchmark as a run would, without running it: the YAML, every data row, the grading
+    rules and the first problem's prompt.
+
+    Rows with problems are listed (file:line, field, message) and skipped; they are warnings. The
+    exit code is 2 when the YAML itself is invalid, its data are missing, or no row is usable.
+    """
+    from trex_eval import userbench
+
+    report = userbench.validate(name_or_file, data_dir=_data_dir_if_any(data_dir))
+    _print_report(report, show_prompt=show_prompt)
+
+
+@app.command("add")
+def benchmarks_add(
+    file: Annotated[Path, typer.Argument(help="The benchmark YAML file to register.")],
+    name: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--name", help="Register under this name (default: the YAML's `name`).", show_default=False
+        ),
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace an earlier registration of the same name.")
+    ] = False,
+    show_prompt: Annotated[
+        bool, typer.Option("--show-prompt", help="Print the first problem's rendered prompt in full.")
+    ] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Validate a benchmark YAML (as `benchmarks validate` does) and register it, so that
+    `trex-eval run -b NAME` and `trex-eval grade --benchmark NAME` find it.
+
+    The registered copy lives in the user config directory ($TREX_CONFIG_DIR/benchmarks); a relative
+    source.path in it is made absolute, so the data stay where they are. Names of shipped benchmarks
+    are refused.
+    """
+    from trex_eval import userbench
+
+    if not file.is_file():
+        raise typer.BadParameter(f"no such file: {file}", param_hint="FILE")
+    report = userbench.validate(str(file), data_dir=_data_dir_if_any(data_dir))
+    _print_report(report, show_prompt=show_prompt)
+    registration = userbench.register(report, name=name, replace=replace)
+    verb = "replaced" if registration.replaced else "registered"
+    out.print(f"{verb} benchmark '{registration.name}': {registration.path}", markup=False, highlight=False)
+    for change in registration.changes:
+        out.print(f"  in the registered copy, {change}", markup=False, highlight=False)
+    out.print(
+        f"use it with: trex-eval run -b {registration.name} --model MODEL   or   "
+        f"trex-eval grade --completions FILE --benchmark {registration.name}",
+        markup=False,
+        highlight=False,
+    )
+
+
+@app.command("remove")
+def benchmarks_remove(
+    name: Annotated[str, typer.Argument(help="Name of a registered (not shipped) benchmark.")],
+) -> None:
+    """Remove a registered benchmark; its data files are left untouched."""
+    from trex_eval import userbench
+
+    removed = userbench.unregister(name)
+    out.print(f"removed benchmark '{name}' ({removed})", markup=False, highlight=False)
+
+
+def _print_report(report: ValidationReport, *, show_prompt: bool) -> None:
+    bench, spec = report.benchmark, report.benchmark.spec
+    lines = [
+        ("benchmark", f"{bench.name}: {spec.title}"),
+        ("spec", _relative(str(bench.spec_path))),
+        ("source", f"{_relative(str(report.source))} ({report.rows_read} rows read)"),
+        (
+            "grading",
+            f"{spec.grader.kind.value}; rule {report.rules['default']} "
+            f"(trex-compat protocol: {report.rules['trex-compat']})",
+        ),
+        ("usable", f"{len(bench.problems)} problems; {len(report.row_errors)} rows with problems"),
+    ]
+    for rendered in report.prompts:
+        sizes = ", ".join(f"{m.role} {len(m.content)} chars" for m in rendered.messages)
+        lines.append(("prompt", f"set {rendered.prompt_set}, problem '{rendered.problem_id}': {sizes}"))
+    summary = Table.grid(padding=(0, 2))
+    for key, value in lines:
+        summary.add_row(Text(key, style="bold"), Text(value))
+    out.print(summary)
+    for note in report.notes:
+        err.print(f"warning: {note}", markup=False, highlight=False)
+    if report.row_errors:
+        # Paths in the table are relative to the source's folder: the summary names it once.
+        folder = report.source if report.source.is_dir() else report.source.parent
+        table = Table(
+            title=f"rows skipped (paths relative to {_relative(str(folder))})", title_justify="left"
+        )
+        table.add_column("where (file:line)", overflow="fold")
+        table.add_column("field", overflow="fold")
+        table.add_column("problem", overflow="fold")
+        for error in report.row_errors:
+            table.add_row(
+                Text(_without_prefix(error.where, folder)),
+                Text(error.field),
+                Text(_without_prefix(error.message, folder)),
+            )
+        out.print(table)
+    for rendered in report.prompts:
+        for message in rendered.messages:
+            text = message.content
+            if not show_prompt and len(text) > _PROMPT_PREVIEW_CHARS:
+                text = text[:_PROMPT_PREVIEW_CHARS] + f" ... ({len(text)} chars; --show-prompt prints all)"
+            out.rule(Text(f"prompt [{rendered.prompt_set}] {message.role}"), characters="-")
+            out.print(text, markup=False, highlight=False)

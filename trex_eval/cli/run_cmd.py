@@ -1,0 +1,393 @@
+"""`trex-eval run | grade | audit | models`: the evaluation commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from trex_eval.cli._common import DataDirOption, data_dir_or_pull, err, out
+from trex_eval.errors import ConfigError
+
+_PANEL_WHAT = "What to run"
+_PANEL_MODEL = "Model"
+_PANEL_GRADING = "Grading"
+_PANEL_SANDBOX = "Sandbox"
+_PANEL_OUTPUT = "Output"
+
+ModelsFileOption = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--models-file", help="Extra presets file (overrides shipped and user presets).", show_default=False
+    ),
+]
+
+
+def _split(values: list[str]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def _overrides(opts: list[str]) -> dict[str, str]:
+    parsed: dict[str, str] = {}
+    for item in opts:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"--opt {item!r} is not KEY=VALUE", hint="e.g. --opt base_url=http://localhost:8000/v1"
+            )
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("grade")(grade)
+    app.command("audit")(audit)
+    app.command("models")(models)
+
+
+def run(
+    model: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model preset (see `trex-eval models`), e.g. deepseek-v4-flash-or, reference.",
+            rich_help_panel=_PANEL_MODEL,
+        ),
+    ] = None,
+    opt: Annotated[
+        list[str],
+        typer.Option(
+            "--opt",
+            help="Override a preset field or backend option: KEY=VALUE (model, temperature, top_p, "
+            "max_tokens, seed, base_url, concurrency, path, ...). Repeatable.",
+            rich_help_panel=_PANEL_MODEL,
+        ),
+    ] = [],  # noqa: B006 - typer needs a literal default
+    models_file: ModelsFileOption = None,
+    benchmarks: Annotated[
+        list[str],
+        typer.Option(
+            "--benchmarks",
+            "-b",
+            help="Benchmarks (comma-separated or repeated). Default: all four.",
+            rich_help_panel=_PANEL_WHAT,
+        ),
+    ] = [],  # noqa: B006
+    benchmark_file: Annotated[
+        list[Path],
+        typer.Option(
+            "--benchmark-file",
+            help="A benchmark defined by a YAML file (ad hoc, not registered). Repeatable.",
+            rich_help_panel=_PANEL_WHAT,
+        ),
+    ] = [],  # noqa: B006
+    prompt_set: Annotated[
+        str,
+        typer.Option(
+            "--prompt-set",
+            help="t-rex (upstream templates; benchmarks without them use their "
+            "default set), neutral, pulp, ortools, gurobipy.",
+            rich_help_panel=_PANEL_WHAT,
+        ),
+    ] = "t-rex",
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples",
+            "-k",
+            help="Completions per problem (seeds 42, 43, ...).",
+            rich_help_panel=_PANEL_WHAT,
+        ),
+    ] = 1,
+    limit: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--limit", "-n", help="Only the first N problems of each benchmark.", rich_help_panel=_PANEL_WHAT
+        ),
+    ] = None,
+    few_shot: Annotated[
+        int,
+        typer.Option(
+            "--few-shot",
+            help="Few-shot examples per prompt (never the problem itself or its twin wording).",
+            rich_help_panel=_PANEL_WHAT,
+        ),
+    ] = 0,
+    few_shot_strategy: Annotated[
+        str, typer.Option("--few-shot-strategy", help="random | similar (BM25).", rich_help_panel=_PANEL_WHAT)
+    ] = "random",
+    few_shot_source: Annotated[
+        str,
+        typer.Option(
+            "--few-shot-source",
+            help="'reference' (benchmark reference programs) or a run directory "
+            "whose correct samples are used.",
+            rich_help_panel=_PANEL_WHAT,
+        ),
+    ] = "reference",
+    protocol: Annotated[
+        str,
+        typer.Option(
+            "--protocol",
+            help="default (corrected grading) or trex-compat (reproduce the published "
+            "SLAI T-Rex protocol, its bugs included).",
+            rich_help_panel=_PANEL_GRADING,
+        ),
+    ] = "default",
+    rule: Annotated[
+        list[str],
+        typer.Option(
+            "--rule",
+            help="Override the grading rule: an objective rule spec (strict, strict:rtol=1e-6, "
+            "rel:1e-4, abs:1e-6, round:2, orlm, sirl, trex-compat) and/or a structure variant "
+            "(orgeval-fixed, orgeval-trex-compat).",
+            rich_help_panel=_PANEL_GRADING,
+        ),
+    ] = [],  # noqa: B006
+    gurobi: Annotated[
+        str,
+        typer.Option(
+            "--gurobi",
+            help="gurobipy inside the sandbox: auto (real if licensed, else the "
+            "licence-free layer), real, compat.",
+            rich_help_panel=_PANEL_SANDBOX,
+        ),
+    ] = "auto",
+    workers: Annotated[
+        int, typer.Option("--workers", help="Programs executed at once.", rich_help_panel=_PANEL_SANDBOX)
+    ] = 2,
+    wall_s: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--timeout",
+            help="Wall-clock seconds per program (default 60; 360/180 under trex-compat).",
+            rich_help_panel=_PANEL_SANDBOX,
+        ),
+    ] = None,
+    memory_mib: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--memory-mib",
+            help="Address-space limit per program (default 2048).",
+            rich_help_panel=_PANEL_SANDBOX,
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--out", "-o", help="Run directory (default results/<run-id>).", rich_help_panel=_PANEL_OUTPUT
+        ),
+    ] = None,
+    resume: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--resume",
+            help="Continue the run in this directory with its recorded settings.",
+            rich_help_panel=_PANEL_OUTPUT,
+        ),
+    ] = None,
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="No progress bars.", rich_help_panel=_PANEL_OUTPUT)
+    ] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Generate, execute and grade: writes manifest.json, completions.jsonl, samples.jsonl and a summary.
+
+    Examples:
+
+      trex-eval run --model reference                      (self-test: should score ~100%)
+
+      trex-eval run --model local-qwen-coder --limit 5     (a real LLM on CPU)
+
+      trex-eval run --model deepseek-v4-flash-or           (the T-Rex model on a GPU via vLLM)
+
+      trex-eval run --resume results/<run-id>              (continue a killed run)
+    """
+    from trex_eval import runner
+    from trex_eval.backends.presets import load_presets, resolve_preset
+    from trex_eval.sandbox import SandboxLimits
+
+    root = data_dir_or_pull(data_dir)
+    command = tuple(sys.argv)
+    if resume is not None:
+        request = runner.resume_request(resume, data_dir=root, command=command, show_progress=not no_progress)
+    else:
+        if model is None:
+            raise ConfigError("choose a model with --model NAME", hint="`trex-eval models` lists the presets")
+        if protocol not in ("default", "trex-compat"):
+            raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
+        if few_shot_strategy not in ("random", "similar"):
+            raise ConfigError(
+                f"unknown few-shot strategy {few_shot_strategy!r}", hint="use random or similar"
+            )
+        if gurobi not in ("auto", "real", "compat"):
+            raise ConfigError(f"unknown --gurobi policy {gurobi!r}", hint="use auto, real or compat")
+        spec = resolve_preset(model, presets=load_presets(user_file=models_file), overrides=_overrides(opt))
+        limits = None
+        if wall_s is not None or memory_mib is not None:
+            base = SandboxLimits()
+            limits = base.model_copy(
+                update={
+                    k: v for k, v in (("wall_s", wall_s), ("cpu_s", wall_s), ("memory_mib", memory_mib)) if v
+                }
+            )
+        request = runner.RunRequest(
+            model=spec,
+            data_dir=root,
+            benchmarks=(_split(benchmarks) + tuple(str(p) for p in benchmark_file)) or runner.ALL_BENCHMARKS,
+            prompt_set=prompt_set,
+            samples=samples,
+            limit=limit,
+            protocol=protocol,  # type: ignore[arg-type]
+            rules=_split(rule),
+            few_shot=runner.FewShotSettings(k=few_shot, strategy=few_shot_strategy, source=few_shot_source),  # type: ignore[arg-type]
+            sandbox=runner.SandboxSettings(workers=workers, limits=limits),
+            gurobi=gurobi,  # type: ignore[arg-type]
+            out=out_dir,
+            command=command,
+            show_progress=not no_progress,
+        )
+    result = runner.run(request)
+    out.print((result.run_dir / "summary.md").read_text(encoding="utf-8"), markup=False, highlight=False)
+    out.print(
+        f"run directory: {result.run_dir}  ({result.generated_now} generated, {result.graded_now} graded now)"
+    )
+
+
+def grade(
+    source: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(help="A run directory, or a JSONL file of recorded completions.", show_default=False),
+    ] = None,
+    completions: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--completions",
+            help="A JSONL file of recorded completions (instead of SOURCE).",
+            show_default=False,
+        ),
+    ] = None,
+    rule: Annotated[
+        list[str], typer.Option("--rule", help="Rule spec(s) to grade under (see `trex-eval run --help`).")
+    ] = [],  # noqa: B006
+    protocol: Annotated[str, typer.Option("--protocol", help="default or trex-compat.")] = "default",
+    benchmark: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--benchmark", help="Benchmark of a completions file (name or YAML path)."),
+    ] = None,
+    id_field: Annotated[
+        str, typer.Option("--id-field", help="Completions file: problem id field.")
+    ] = "problem_id",
+    text_field: Annotated[
+        str,
+        typer.Option("--text-field", help="Completions file: completion text field (dotted path allowed)."),
+    ] = "completion",
+    code_field: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--code-field", help="Completions file: field holding an already-extracted program."),
+    ] = None,
+    prompt_set: Annotated[
+        str, typer.Option("--prompt-set", help="Prompt set recorded with the samples.")
+    ] = "t-rex",
+    workers: Annotated[int, typer.Option("--workers", help="Programs executed at once.")] = 2,
+    out_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--out", "-o", help="Run directory for the new grades (default results/<run-id>)."),
+    ] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars.")] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Grade stored completions again (another rule or protocol) without calling a model.
+
+    A run directory is re-graded with its own benchmarks, prompt set and samples; a completions file
+    from another tool needs --benchmark and its field names (or --code-field for extracted programs).
+
+    Example: trex-eval grade --completions out.jsonl --benchmark my-bench --id-field qid
+    --text-field response.choices.0.message.content --rule orlm
+    """
+    from trex_eval import regrade, runner
+
+    given = [path for path in (source, completions) if path is not None]
+    if len(given) != 1:
+        raise ConfigError(
+            "give what to grade once: a run directory or completions file as SOURCE, or --completions FILE"
+        )
+
+    root = data_dir_or_pull(data_dir)
+    if protocol not in ("default", "trex-compat"):
+        raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
+    request = regrade.request_for(
+        given[0],
+        data_dir=root,
+        rules=_split(rule),
+        protocol=protocol,  # type: ignore[arg-type]
+        fields=regrade.CompletionFields(
+            benchmark=benchmark,
+            id_field=id_field,
+            text_field=text_field,
+            code_field=code_field,
+            prompt_set=prompt_set,
+        ),
+        workers=workers,
+        out=out_dir,
+        command=tuple(sys.argv),
+        show_progress=not no_progress,
+    )
+    result = runner.run(request)
+    out.print((result.run_dir / "summary.md").read_text(encoding="utf-8"), markup=False, highlight=False)
+    out.print(f"run directory: {result.run_dir}")
+
+
+def audit(
+    benchmarks: Annotated[
+        list[str], typer.Argument(help="Benchmarks to audit (default: those that ship reference programs).")
+    ] = [],  # noqa: B006
+    protocol: Annotated[str, typer.Option("--protocol", help="default or trex-compat.")] = "default",
+    rule: Annotated[list[str], typer.Option("--rule", help="Rule spec(s) to audit under.")] = [],  # noqa: B006
+    csv_path: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--csv", help="Per-item CSV (default results/audit-<protocol or rule>.csv)."),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", help="Programs executed at once.")] = 2,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars.")] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Grade each benchmark's own reference solutions: every failure is a data or grading problem to check."""
+    from trex_eval import audit as audit_mod
+
+    if protocol not in ("default", "trex-compat"):
+        raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
+    result = audit_mod.audit(
+        _split(benchmarks) or None,
+        data_dir=data_dir_or_pull(data_dir),
+        protocol=protocol,  # type: ignore[arg-type]
+        rules=_split(rule),
+        csv_path=csv_path,
+        workers=workers,
+        show_progress=not no_progress,
+    )
+    out.print(result.markdown, markup=False, highlight=False)
+    out.print(f"per-item CSV: {result.csv_path}")
+
+
+def models(models_file: ModelsFileOption = None) -> None:
+    """List the model presets (shipped, user config dir, --models-file)."""
+    from trex_eval.backends.presets import load_presets
+
+    table = Table("preset", "backend", "model", "sampling", "description", show_lines=True)
+    for name, spec in sorted(load_presets(user_file=models_file).items()):
+        s = spec.sampling
+        table.add_row(
+            name,
+            spec.backend,
+            spec.model or "-",
+            f"T={s.temperature} top_p={s.top_p} max={s.max_tokens} seed={s.seed}",
+            spec.description,
+        )
+    out.print(table)
+    err.print("override or add presets in a models.yaml (see `trex-eval models --help` and docs/models.md)")

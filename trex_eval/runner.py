@@ -1,0 +1,501 @@
+"""The ``trex-eval run`` pipeline: generate -> store -> extract -> execute -> grade -> store.
+
+Entry point::
+
+    result = run(RunRequest(model=spec, benchmarks=("nl4opt",), data_dir=path))
+    result.run_dir, result.summary
+
+Every (benchmark, problem, sample) pair is an independent asyncio task: its completion is
+appended to ``completions.jsonl`` the moment it arrives, then it waits for a sandbox slot, is
+graded, and its :class:`~trex_eval.records.SampleRecord` is appended to ``samples.jsonl``.
+Generation therefore never waits for grading (the backend bounds its own concurrency, the
+sandbox pool bounds executions), and grading starts with the first completion.
+
+Resuming (``RunRequest.resume``) re-reads the run directory: graded pairs are skipped, pairs with
+a stored completion are graded without calling the model again, the rest are generated. The
+settings must be identical (same model spec, sampling, benchmarks with the same data sha256,
+rules, prompt set, samples, limit, protocol), so a resumed run equals an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trex_eval import provenance
+from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest, create_backend
+from trex_eval.benchmark import Benchmark, load_benchmark
+from trex_eval.errors import ConfigError, StoreError
+from trex_eval.evaluation import EvaluationPlan, plan_for
+from trex_eval.fewshot import PoolItem, SelectionPolicy, Strategy, retrieval_text, select
+from trex_eval.grading import STRUCTURE_VARIANTS
+from trex_eval.lp import parse_lp
+from trex_eval.progress import RunProgress
+from trex_eval.prompting import UPSTREAM_SET, FewShotExample, PromptRenderer
+from trex_eval.records import (
+    Completion,
+    ExecStatus,
+    Execution,
+    Grade,
+    GraderKind,
+    GurobiPolicy,
+    LinearModel,
+    Problem,
+    Prompt,
+    ProtocolName,
+    SampleRecord,
+    StructureReference,
+    Verdict,
+)
+from trex_eval.report.summary import RunSummary, render_summary_markdown, summarize, summary_json
+from trex_eval.sandbox import SandboxLimits, SandboxPool
+from trex_eval.store import BenchmarkEntry, CompletionLine, RunManifest, RunSettings, RunStore, SampleKey
+
+ALL_BENCHMARKS = ("nl4opt", "optibench", "b4o-feasible", "b4o-orgeval")
+
+# The reference harness's execution timeouts (reference-harness §4): 360 s for solver targets,
+# 180 s for an ORGEval evaluation. trex-eval's own default is shorter: benchmark models are tiny.
+COMPAT_WALL_S = {GraderKind.OBJECTIVE: 360.0, GraderKind.STRUCTURE: 180.0}
+
+
+@dataclass(frozen=True)
+class FewShotSettings:
+    """``k`` examples per prompt, chosen by ``strategy`` from ``source``: ``"reference"`` (the
+    benchmark's own reference programs) or a run directory (its correct samples)."""
+
+    k: int = 0
+    strategy: Strategy = "random"
+    source: str = "reference"
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """Sandbox pool parameters: ``workers`` programs at once, ``limits`` per program (``None`` =
+    defaults, with the reference timeouts under the trex-compat protocol)."""
+
+    workers: int = 2
+    limits: SandboxLimits | None = None
+    isolation: str = "auto"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything that defines a run (see :class:`~trex_eval.store.RunSettings` for the record).
+
+    ``rules`` overrides grading rules: objective rule specs apply to objective benchmarks, names of
+    structure variants to structure benchmarks. ``extractor`` overrides the protocol's extractor.
+    ``out`` is the run directory (default
+    ``results/<run-id>``). ``samples`` completions per problem use seeds ``seed + i``.
+    """
+
+    model: BackendSpec
+    data_dir: Path
+    benchmarks: tuple[str, ...] = ALL_BENCHMARKS
+    prompt_set: str = "t-rex"
+    samples: int = 1
+    limit: int | None = None
+    protocol: ProtocolName = "default"
+    rules: tuple[str, ...] = ()
+    extractor: str | None = None
+    few_shot: FewShotSettings = FewShotSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    gurobi: GurobiPolicy = "auto"
+    out: Path | None = None
+    command: tuple[str, ...] = ()
+    show_progress: bool = True
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    summary: RunSummary
+    graded_now: int
+    generated_now: int
+
+
+@dataclass
+class _Benchmark:
+    """A benchmark prepared for a run: problems (after ``limit``), plan, renderer, entry."""
+
+    bench: Benchmark
+    problems: tuple[Problem, ...]
+    plan: EvaluationPlan
+    renderer: PromptRenderer
+    entry: BenchmarkEntry
+    shots: dict[str, tuple[FewShotExample, ...]] = field(default_factory=dict)
+
+
+def run(request: RunRequest) -> RunResult:
+    """Run (or resume) an evaluation. Blocking; see :func:`run_async`."""
+    return asyncio.run(run_async(request))
+
+
+def resume_request(
+    run_dir: Path, *, data_dir: Path, command: Sequence[str] = (), show_progress: bool = True
+) -> RunRequest:
+    """The request that continues the run in ``run_dir`` (settings come from its manifest)."""
+    manifest = RunStore.open(run_dir).read_manifest()
+    s = manifest.settings
+    return RunRequest(
+        model=s.model,
+        data_dir=data_dir,
+        benchmarks=tuple(b.name for b in s.benchmarks),
+        prompt_set=s.prompt_set,
+        samples=s.samples,
+        limit=s.limit,
+        protocol=s.protocol,
+        rules=tuple(b.rule for b in s.benchmarks),
+        extractor=s.extractor,
+        few_shot=FewShotSettings(
+            k=s.few_shot, strategy=s.few_shot_strategy, source=s.few_shot_source or "reference"
+        ),
+        gurobi=s.gurobi,
+        out=run_dir,
+        command=tuple(command),
+        show_progress=show_progress,
+    )
+
+
+def _split_rules(rules: Sequence[str]) -> tuple[str | None, str | None]:
+    objective = [r for r in rules if r not in STRUCTURE_VARIANTS]
+    structure = [r for r in rules if r in STRUCTURE_VARIANTS]
+    if len(set(objective)) > 1 or len(set(structure)) > 1:
+        raise ConfigError(
+            f"conflicting rules {', '.join(rules)}",
+            hint="give at most one objective rule and one structure variant",
+        )
+    return (objective[0] if objective else None), (structure[0] if structure else None)
+
+
+def prepare_benchmarks(request: RunRequest) -> list[_Benchmark]:
+    """Load, limit and plan every requested benchmark; render nothing yet."""
+    if request.samples < 1:
+        raise ConfigError("--samples must be at least 1")
+    if request.limit is not None and request.limit < 1:
+        raise ConfigError("--limit must be at least 1")
+    objective_rule, structure_rule = _split_rules(request.rules)
+    prepared = []
+    for name in dict.fromkeys(request.benchmarks):
+        bench = load_benchmark(name, data_dir=request.data_dir)
+        problems = bench.problems[: request.limit] if request.limit else bench.problems
+        rule = structure_rule if bench.spec.grader.kind is GraderKind.STRUCTURE else objective_rule
+        plan = plan_for(
+            bench, protocol=request.protocol, rule=rule, extractor=request.extractor, gurobi=request.gurobi
+        )
+        prompt_set = request.prompt_set
+        if prompt_set == UPSTREAM_SET and bench.spec.prompt.upstream is None:
+            prompt_set = bench.spec.prompt.default_set
+        renderer = PromptRenderer(bench, prompt_set)
+        entry = BenchmarkEntry(
+            name=bench.name,
+            title=bench.spec.title,
+            version=bench.spec.version,
+            sha256=bench.sha256,
+            problems=len(problems),
+            grader=bench.spec.grader.kind,
+            rule=plan.rule,
+            rule_description=plan.rule_description,
+            extractor=plan.extractor,
+            prompt_set=prompt_set,
+            template_sha256=renderer.template_sha256,
+        )
+        prepared.append(_Benchmark(bench, problems, plan, renderer, entry))
+    if request.few_shot.k > 0:
+        for item in prepared:
+            item.shots = _few_shot_examples(item, request)
+    return prepared
+
+
+def _few_shot_examples(item: _Benchmark, request: RunRequest) -> dict[str, tuple[FewShotExample, ...]]:
+    pool = _few_shot_pool(item, request.few_shot.source)
+    policy = SelectionPolicy(
+        k=request.few_shot.k, strategy=request.few_shot.strategy, seed=request.model.sampling.seed or 42
+    )
+    return {
+        p.id: tuple(
+            FewShotExample(c.problem_id, c.user, c.assistant)
+            for c in select(p.id, p.question, twin_group=p.twin_group, pool=pool, policy=policy)
+        )
+        for p in item.problems
+    }
+
+
+def _few_shot_pool(item: _Benchmark, source: str) -> list[PoolItem]:
+    renderer, bench = item.renderer, item.bench
+    if source == "reference":
+        if not any(p.reference_code for p in bench.problems):
+            raise ConfigError(
+                f"benchmark '{bench.name}' ships no reference programs to draw few-shot examples from",
+                hint="pass --few-shot-source RUN_DIR (a previous run's correct samples are used)",
+            )
+        append = "\nmodel.optimize()" if bench.spec.grader.kind is GraderKind.OBJECTIVE else ""
+        return [
+            PoolItem(
+                p.id,
+                p.question,
+                retrieval_text(p.question, p.reference_code),
+                renderer.user_text(p),
+                f"```python\n{p.reference_code.rstrip()}{append}\n```",
+                p.twin_group,
+            )
+            for p in bench.problems
+            if p.reference_code
+        ]
+    store = RunStore(Path(source))
+    by_id = {p.id: p for p in bench.problems}
+    pool: dict[str, PoolItem] = {}
+    for record in store.iter_samples():
+        problem = by_id.get(record.problem_id)
+        if (
+            record.benchmark != bench.name
+            or problem is None
+            or not record.grade.passed
+            or record.problem_id in pool
+        ):
+            continue
+        pool[record.problem_id] = PoolItem(
+            problem.id,
+            problem.question,
+            retrieval_text(problem.question, problem.reference_code),
+            renderer.user_text(problem),
+            record.completion.text,
+            problem.twin_group,
+        )
+    return list(pool.values())
+
+
+def _settings(request: RunRequest, prepared: Sequence[_Benchmark]) -> RunSettings:
+    return RunSettings(
+        model=request.model,
+        sampling=request.model.sampling,
+        samples=request.samples,
+        limit=request.limit,
+        protocol=request.protocol,
+        prompt_set=request.prompt_set,
+        extractor=request.extractor,
+        few_shot=request.few_shot.k,
+        few_shot_strategy=request.few_shot.strategy,
+        few_shot_source=request.few_shot.source if request.few_shot.k else None,
+        gurobi=request.gurobi,
+        benchmarks=tuple(item.entry for item in prepared),
+    )
+
+
+def default_run_id(request: RunRequest, *, now: dt.datetime | None = None) -> str:
+    stamp = (now or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", request.model.name)
+    protocol = "" if request.protocol == "default" else f"-{request.protocol}"
+    return f"{name}-{request.prompt_set}{protocol}-{stamp}"
+
+
+def _open_store(request: RunRequest, settings: RunSettings) -> RunStore:
+    run_dir = request.out or Path("results") / default_run_id(request)
+    if (run_dir / "manifest.json").exists():
+        store = RunStore.open(run_dir)
+        previous = store.read_manifest().settings
+        if previous != settings:
+            raise StoreError(
+                f"{run_dir} holds a run with different settings: {_settings_diff(previous, settings)}",
+                hint="resume with exactly the same settings (`trex-eval run --resume DIR` reads them "
+                "from the "
+                "manifest), or choose another --out",
+            )
+        return store
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    manifest = RunManifest(run_id=run_dir.name, created_at=now, command=request.command, settings=settings)
+    return RunStore.create(run_dir, manifest)
+
+
+def _settings_diff(old: RunSettings, new: RunSettings) -> str:
+    a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
+    changed = [key for key in a if a[key] != b.get(key)]
+    if "benchmarks" in changed:
+        for x, y in zip(a["benchmarks"], b["benchmarks"], strict=False):
+            diff = [k for k in x if x[k] != y.get(k)]
+            if diff:
+                return f"benchmark {x['name']}: {', '.join(diff)} differ"
+    return ", ".join(changed) + " differ"
+
+
+class _ReferenceModels:
+    """Parses each reference LP once (thread-safe enough: parsing is idempotent)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, LinearModel] = {}
+
+    def __call__(self, reference: StructureReference) -> LinearModel:
+        model = self._cache.get(reference.lp_path)
+        if model is None:
+            model = parse_lp(Path(reference.lp_path).read_text(encoding="utf-8"))
+            self._cache[reference.lp_path] = model
+        return model
+
+
+async def run_async(request: RunRequest) -> RunResult:
+    """Run or resume an evaluation (see module docstring)."""
+    prepared = prepare_benchmarks(request)
+    settings = _settings(request, prepared)
+    store = _open_store(request, settings)
+    try:
+        return await _execute(request, prepared, settings, store)
+    finally:
+        store.close()
+
+
+async def _execute(
+    request: RunRequest, prepared: Sequence[_Benchmark], settings: RunSettings, store: RunStore
+) -> RunResult:
+    graded = store.graded_keys()
+    stored = {line.key: line for line in store.iter_completions()}
+    todo: list[tuple[_Benchmark, Problem, int]] = [
+        (item, problem, i)
+        for item in prepared
+        for problem in item.problems
+        for i in range(request.samples)
+        if (item.bench.name, problem.id, i) not in graded
+    ]
+    limits = request.sandbox.limits
+    if limits is None and request.protocol == "trex-compat":
+        wall = max(COMPAT_WALL_S[item.bench.spec.grader.kind] for item in prepared)
+        limits = SandboxLimits(wall_s=wall, cpu_s=wall)
+    pool = SandboxPool(
+        limits=limits or SandboxLimits(),
+        workers=request.sandbox.workers,
+        isolation=request.sandbox.isolation,  # type: ignore[arg-type]
+    )
+    needs_model = any((item.bench.name, p.id, i) not in stored for item, p, i in todo)
+    backend = create_backend(request.model) if needs_model else None
+    progress = RunProgress(
+        {item.bench.name: (item.entry.title, len(item.problems) * request.samples) for item in prepared},
+        enabled=request.show_progress,
+    )
+    counters = {"generated": 0, "graded": 0}
+    await asyncio.to_thread(pool.start)
+    try:
+        progress.note(f"sandbox isolation: {pool.isolation}")
+        if backend is not None:
+            await backend.start()
+        manifest = store.read_manifest()
+        store.write_manifest(
+            manifest.model_copy(
+                update={
+                    "provenance": provenance.collect(
+                        request.data_dir,
+                        sandbox=pool.describe(),
+                        backend=dict(backend.describe()) if backend else None,
+                    )
+                }
+            )
+        )
+        if graded:
+            passed = [r.benchmark for r in store.iter_samples() if r.grade.passed]
+            for item in prepared:
+                done = sum(1 for (name, _, _) in graded if name == item.bench.name)
+                progress.restore(item.bench.name, done=done, passed=passed.count(item.bench.name))
+        references = _ReferenceModels()
+        with progress:
+            await asyncio.gather(
+                *(
+                    _one_sample(
+                        item,
+                        problem,
+                        i,
+                        request,
+                        store,
+                        pool,
+                        backend,
+                        stored,
+                        references,
+                        progress,
+                        counters,
+                    )
+                    for item, problem, i in todo
+                )
+            )
+    finally:
+        if backend is not None:
+            await backend.close()
+        await asyncio.to_thread(pool.close)
+    return _finish(store, settings, counters)
+
+
+async def _one_sample(
+    item: _Benchmark,
+    problem: Problem,
+    index: int,
+    request: RunRequest,
+    store: RunStore,
+    pool: SandboxPool,
+    backend: Backend | None,
+    stored: dict[SampleKey, CompletionLine],
+    references: Callable[[StructureReference], LinearModel],
+    progress: RunProgress,
+    counters: dict[str, int],
+) -> None:
+    key = (item.bench.name, problem.id, index)
+    line = stored.get(key)
+    if line is None:
+        assert backend is not None
+        prompt = item.renderer.render(problem, few_shot=item.shots.get(problem.id, ()))
+        seed = None if request.model.sampling.seed is None else request.model.sampling.seed + index
+        completion = await backend.generate(
+            GenerationRequest(
+                problem=problem, prompt=prompt, params=request.model.sampling, sample_index=index, seed=seed
+            )
+        )
+        line = CompletionLine(benchmark=item.bench.name, prompt=prompt, completion=completion)
+        store.append_completion(line)
+        counters["generated"] += 1
+        progress.generated(item.bench.name)
+    record = await _grade(item, problem, line.prompt, line.completion, pool, references)
+    store.append_sample(record)
+    counters["graded"] += 1
+    progress.graded(item.bench.name, passed=record.grade.passed)
+
+
+async def _grade(
+    item: _Benchmark,
+    problem: Problem,
+    prompt: Prompt,
+    completion: Completion,
+    pool: SandboxPool,
+    references: Callable[[StructureReference], LinearModel],
+) -> SampleRecord:
+    plan = item.plan
+    program = plan.extract(completion)
+    if completion.error is not None:
+        execution = Execution(status=ExecStatus.NOT_RUN, detail=f"no completion: {completion.error}")
+        grade = _api_error(plan, completion.error)
+    elif program.code is None:
+        execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
+        grade = plan.grade(problem, execution, reference_model=references)
+    else:
+        execution = await pool.arun(plan.job(problem, program))
+        grade = await asyncio.to_thread(plan.grade, problem, execution, reference_model=references)
+    return SampleRecord(
+        benchmark=item.bench.name,
+        problem_id=problem.id,
+        sample_index=completion.sample_index,
+        prompt=prompt,
+        completion=completion,
+        program=program,
+        execution=execution,
+        grade=grade,
+    )
+
+
+def _api_error(plan: EvaluationPlan, error: str) -> Grade:
+    return Grade(verdict=Verdict.API_ERROR, rule=plan.rule, reason=f"the model request failed: {error}")
+
+
+def _finish(store: RunStore, settings: RunSettings, counters: dict[str, int]) -> RunResult:
+    manifest = store.read_manifest()
+    summary = summarize(manifest, store.iter_samples())
+    store.write_summary(summary_json(summary), render_summary_markdown(summary))
+    finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    store.write_manifest(manifest.model_copy(update={"finished_at": finished}))
+    return RunResult(store.root, summary, counters["graded"], counters["generated"])
