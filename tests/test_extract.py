@@ -30,7 +30,7 @@ class TestDefaultReasoning:
         text = f"<think>\n{fence(DRAFT)}\n</think>\nFinal answer:\n{fence(PROGRAM)}\n"
         program = extract(text)
         assert program.code == PROGRAM
-        assert program.reason == "last complete ```python fence after </think>"
+        assert program.reason == "the only ```python fence after </think>"
         assert program.extractor == "default"
 
     def test_orphan_closing_tag_drops_everything_before_it(self) -> None:
@@ -87,13 +87,18 @@ class TestDefaultBlocks:
         assert extract(text).code == PROGRAM
 
     def test_fragment_is_taken_when_nothing_imports(self) -> None:
-        program = extract(fence("print(1)\n"))
-        assert program.code == "print(1)\n"
+        program = extract(fence("print(1)\n") + "\nor\n" + fence("print(2)\n"))
+        assert program.code == "print(2)\n"
         assert "imports nothing" in program.reason
+
+    def test_a_single_python_block_is_taken_without_judging_it(self) -> None:
+        # Quality only matters to choose between blocks; the sandbox reports a syntax error.
+        program = extract(fence("print(1)\n"))
+        assert (program.code, program.reason) == ("print(1)\n", "the only ```python fence")
 
     def test_block_that_does_not_parse_is_still_the_models_code(self) -> None:
         broken = "import gurobipy as gp\nm = gp.Model(\n"
-        program = extract(fence(broken))
+        program = extract(fence(broken + "x = (\n") + "\nfinal:\n" + fence(broken))
         assert program.code == broken
         assert "does not parse" in program.reason
 
@@ -115,7 +120,7 @@ class TestDefaultBlocks:
     def test_python_tag_without_fence(self) -> None:
         program = extract(f"<python>\n{PROGRAM}</python>")
         assert program.code == PROGRAM
-        assert program.reason == "last complete <python> tag"
+        assert program.reason == "the only <python> tag"
 
     def test_python_tag_around_a_fence_yields_the_fence_body(self) -> None:
         assert extract(f"<python>\n{fence(PROGRAM)}\n</python>").code == PROGRAM
@@ -153,7 +158,7 @@ class TestExtractApi:
             extract(PROGRAM, extractor="longest")
 
     def test_registry_names(self) -> None:
-        assert set(EXTRACTORS) == {"default", "trex-compat-solver", "trex-compat-orgeval"}
+        assert set(EXTRACTORS) == {"default", "trex-compat-solver", "trex-compat-orgeval", "raw"}
 
     def test_empty_text_is_no_code_for_every_extractor(self) -> None:
         for name in EXTRACTORS:

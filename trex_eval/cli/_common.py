@@ -12,6 +12,11 @@ out = Console()
 err = Console(stderr=True)
 
 
+def echo_text(text: str) -> None:
+    """Print Markdown/CSV text verbatim: no wrapping or markup, so it can be piped into a file."""
+    typer.echo(text.rstrip("\n"))
+
+
 def data_dir_or_pull(explicit: Path | None) -> Path:
     """The data directory in force; on first use (no --data-dir, no TREX_DATA_DIR, nothing in the
     cache) the pinned data are downloaded into the cache, with a progress bar."""

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from trex_eval.cli._common import DataDirOption, data_dir_or_pull, err, out
+from trex_eval.cli._common import DataDirOption, data_dir_or_pull, echo_text, err, out
 from trex_eval.errors import ConfigError
 
 _PANEL_WHAT = "What to run"
@@ -253,7 +253,7 @@ def run(
             show_progress=not no_progress,
         )
     result = runner.run(request)
-    out.print((result.run_dir / "summary.md").read_text(encoding="utf-8"), markup=False, highlight=False)
+    echo_text((result.run_dir / "summary.md").read_text(encoding="utf-8"))
     out.print(
         f"run directory: {result.run_dir}  ({result.generated_now} generated, {result.graded_now} graded now)"
     )
@@ -339,7 +339,7 @@ def grade(
         show_progress=not no_progress,
     )
     result = runner.run(request)
-    out.print((result.run_dir / "summary.md").read_text(encoding="utf-8"), markup=False, highlight=False)
+    echo_text((result.run_dir / "summary.md").read_text(encoding="utf-8"))
     out.print(f"run directory: {result.run_dir}")
 
 
@@ -371,7 +371,7 @@ def audit(
         workers=workers,
         show_progress=not no_progress,
     )
-    out.print(result.markdown, markup=False, highlight=False)
+    echo_text(result.markdown)
     out.print(f"per-item CSV: {result.csv_path}")
 
 

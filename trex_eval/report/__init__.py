@@ -1,0 +1,90 @@
+"""Reports over run directories: run summaries, leaderboards, paired ablation comparisons, and a
+self-contained HTML page. Every module reads runs through :mod:`trex_eval.store` and computes
+with :mod:`trex_eval.metrics`; only the ``write_*`` functions and the ``load_*`` /
+``*_from_dirs`` readers touch files.
+
+::
+
+    runs = load_runs([Path("results/a"), Path("results/b")])
+    board = build_leaderboard([summarize_results(run) for run in runs])
+    write_leaderboard_csv(board, Path("results/leaderboard.csv"))
+    print(render_leaderboard_markdown(board, published=load_published(path)))
+    print(render_comparison_markdown(compare_runs(runs, baseline=0)))
+    write_html_report(Path("report.html"), runs, baseline=0)
+"""
+
+from __future__ import annotations
+
+from trex_eval.report.compare import (
+    Comparison,
+    ComparisonSet,
+    PairedBenchmark,
+    PairedOverall,
+    compare_runs,
+    comparison_frame,
+    select_baseline,
+    write_comparison_csv,
+)
+from trex_eval.report.html import HtmlOptions, render_html_report, write_html_report
+from trex_eval.report.intervals import IntervalSettings
+from trex_eval.report.leaderboard import (
+    ColumnGroup,
+    Leaderboard,
+    build_leaderboard,
+    leaderboard_frame,
+    leaderboard_from_dirs,
+    write_leaderboard_csv,
+)
+from trex_eval.report.markdown import (
+    render_comparison_markdown,
+    render_leaderboard_markdown,
+    render_summary_markdown,
+)
+from trex_eval.report.outcomes import Outcome, classify
+from trex_eval.report.published import PublishedScore, load_published, shipped_published_csv
+from trex_eval.report.runs import RunResults, arrange, load_run, load_runs
+from trex_eval.report.summary import (
+    BenchmarkSummary,
+    RunSummary,
+    summarize,
+    summarize_results,
+    summary_json,
+)
+
+__all__ = [
+    "BenchmarkSummary",
+    "ColumnGroup",
+    "Comparison",
+    "ComparisonSet",
+    "HtmlOptions",
+    "IntervalSettings",
+    "Leaderboard",
+    "Outcome",
+    "PairedBenchmark",
+    "PairedOverall",
+    "PublishedScore",
+    "RunResults",
+    "RunSummary",
+    "arrange",
+    "build_leaderboard",
+    "classify",
+    "compare_runs",
+    "comparison_frame",
+    "leaderboard_frame",
+    "leaderboard_from_dirs",
+    "load_published",
+    "load_run",
+    "load_runs",
+    "render_comparison_markdown",
+    "render_html_report",
+    "render_leaderboard_markdown",
+    "render_summary_markdown",
+    "select_baseline",
+    "shipped_published_csv",
+    "summarize",
+    "summarize_results",
+    "summary_json",
+    "write_comparison_csv",
+    "write_html_report",
+    "write_leaderboard_csv",
+]

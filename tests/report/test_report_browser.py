@@ -1,0 +1,103 @@
+"""The HTML report in a real browser: headless Debian Chromium loads it from disk, renders it
+without console errors or network requests, draws the charts, runs the drill-down filter, and
+takes a laptop-sized screenshot. ``TREX_REPORT_SCREENSHOTS=DIR`` keeps the PNGs for a look."""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pipeline_runs as pr
+import pytest
+from chromium import HeadlessChromium, chromium_executable
+
+from trex_eval.report import RunResults, load_published, load_run, shipped_published_csv, write_html_report
+
+pytestmark = pytest.mark.browser
+
+WINDOW = (1366, 900)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[HeadlessChromium]:
+    if chromium_executable() is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    with HeadlessChromium(window=WINDOW) as instance:
+        yield instance
+
+
+@pytest.fixture(scope="module")
+def page(
+    browser: HeadlessChromium,
+    broken: RunResults,
+    reference: RunResults,
+    compat_dir: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    path = tmp_path_factory.mktemp("html") / "report.html"
+    published = shipped_published_csv()
+    assert published is not None
+    write_html_report(
+        path, [broken, reference, load_run(compat_dir)], baseline=0, published=load_published(published)
+    )
+    browser.load(path.as_uri())
+    return path
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+def test_loads_cleanly_and_offline(browser: HeadlessChromium, page: Path) -> None:
+    assert browser.errors() == []
+    assert browser.requested_urls() == [page.as_uri()]
+    assert browser.evaluate("document.title") == "trex-eval report"
+
+
+def test_charts_are_drawn(browser: HeadlessChromium, page: Path) -> None:
+    counts = browser.evaluate(
+        "({bars: document.querySelectorAll('svg.chart-bars').length,"
+        " delta: document.querySelectorAll('svg.chart-delta').length,"
+        " stack: document.querySelectorAll('svg.chart-stack').length,"
+        " rects: document.querySelectorAll('svg.chart rect.bar').length,"
+        " whiskers: document.querySelectorAll('svg.chart g.ci').length,"
+        " drawn: [...document.querySelectorAll('svg.chart')].every(svg => svg.getBBox().width > 100)})"
+    )
+    # 4 benchmarks split by rule (compat run) into 8 column groups, plus two macro columns
+    assert counts["bars"] == 2 * len(pr.BENCHMARKS) + 2
+    assert counts["delta"] == 2  # reference and compat, each against broken
+    assert counts["stack"] == 1
+    assert counts["rects"] > 0 and counts["whiskers"] == counts["rects"]
+    assert counts["drawn"] is True
+
+
+def test_fits_a_laptop_screen(browser: HeadlessChromium, page: Path) -> None:
+    # wide tables scroll inside their own box; the page itself never scrolls sideways
+    assert browser.evaluate("document.documentElement.scrollWidth") <= WINDOW[0]
+    png = browser.screenshot()
+    assert _png_size(png) == WINDOW
+    keep = os.environ.get("TREX_REPORT_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        (Path(keep) / "report-viewport.png").write_bytes(png)
+        (Path(keep) / "report-full.png").write_bytes(browser.screenshot(full_page=True))
+
+
+def test_drilldown_filter_runs(browser: HeadlessChromium, page: Path) -> None:
+    visible = (
+        "[...document.querySelectorAll('section.bench-problems[data-benchmark=\"nl4opt\"] details.problem')]"
+        ".filter(problem => !problem.hidden).length"
+    )
+    assert browser.evaluate(visible) == pr.LIMIT
+    browser.evaluate(
+        'document.querySelector(\'section.bench-problems[data-benchmark="nl4opt"] '
+        'button[data-filter="disagree"]\').click()'
+    )
+    assert browser.evaluate(visible) == len(pr.BREAKAGES["nl4opt"])
+    browser.evaluate("document.querySelector('details.problem').open = true")
+    assert browser.evaluate("document.querySelector('details.problem pre').textContent.length") > 0
+    assert browser.errors() == []

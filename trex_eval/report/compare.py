@@ -1,0 +1,364 @@
+"""Paired comparisons of runs on the same problems (base vs SFT vs CPT+SFT ablations). Pure
+except for :func:`write_comparison_csv`.
+
+Every candidate run is compared with one baseline run, benchmark by benchmark and overall:
+
+* **difference** of pass@1 (candidate − baseline, per-problem scores paired), with a paired
+  percentile-bootstrap interval (:func:`~trex_eval.metrics.paired_bootstrap_diff`); overall, the
+  difference of macro means with a paired bootstrap stratified by benchmark;
+* **won / lost**: problems whose first sample (seed 42, the reference harness's 1-pass attempt)
+  only the candidate / only the baseline got right; with one sample per problem these are simply
+  the problems that flipped. The exact McNemar p-value
+  (:func:`~trex_eval.metrics.mcnemar_exact`) tests won against lost; overall it is pooled over
+  all problems of all compared benchmarks. ``gained`` and ``dropped`` list the flipped problem ids.
+
+Pairing rules: a benchmark is compared only when both runs hold it; both must have graded the
+same data (dataset sha256 and benchmark version) over the same number of selected problems, or
+:class:`~trex_eval.errors.ConfigError` is raised naming the runs and the difference. The two runs
+may use different grading rules (comparing rules on the same completions is a legitimate
+ablation): both rules are printed and a warning says so. Problems neither run stored count as
+failed in both (concordant); a problem only one run stored counts as failed in the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from trex_eval.errors import ConfigError
+from trex_eval.metrics import macro_average, mcnemar_exact, paired_bootstrap_diff
+from trex_eval.records import Record
+from trex_eval.report.intervals import IntervalSettings, stratified_bootstrap_ci
+from trex_eval.report.runs import BenchmarkResults, RunResults, natural_key
+from trex_eval.report.summary import RunIdentity, distinct_labels, identify
+
+
+class PairedBenchmark(Record):
+    """One benchmark, candidate against baseline. Scores and differences are fractions;
+    ``difference`` = candidate − baseline pass@1 with its interval ``[ci_low, ci_high]``.
+    ``won + lost + both + neither == problems``."""
+
+    benchmark: str
+    title: str
+    dataset_sha256: str
+    baseline_rule: str
+    candidate_rule: str
+    problems: int
+    baseline_pass_at_1: float
+    candidate_pass_at_1: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    won: int
+    lost: int
+    both: int
+    neither: int
+    mcnemar_p: float
+    gained: tuple[str, ...]
+    dropped: tuple[str, ...]
+
+
+class PairedOverall(Record):
+    """All compared benchmarks together: macro means (each benchmark weighs the same) and their
+    difference with a benchmark-stratified paired interval; counts and McNemar pooled over problems."""
+
+    benchmarks: tuple[str, ...]
+    problems: int
+    baseline_macro: float
+    candidate_macro: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    won: int
+    lost: int
+    both: int
+    neither: int
+    mcnemar_p: float
+
+
+class Comparison(Record):
+    """One candidate run against the baseline; ``overall`` is ``None`` when no benchmark pairs.
+    The labels name the runs uniquely among those compared."""
+
+    baseline: RunIdentity
+    candidate: RunIdentity
+    baseline_label: str
+    candidate_label: str
+    benchmarks: tuple[PairedBenchmark, ...]
+    overall: PairedOverall | None
+    warnings: tuple[str, ...]
+
+
+class ComparisonSet(Record):
+    """Every candidate against one baseline, with the interval settings used throughout."""
+
+    baseline: RunIdentity
+    baseline_label: str
+    comparisons: tuple[Comparison, ...]
+    interval: IntervalSettings
+
+
+def select_baseline(runs: Sequence[RunResults], reference: str | Path) -> int:
+    """Index of the run that ``reference`` names: a run directory (as given or resolved) or a run id.
+
+    Raises:
+        ConfigError: no run, or more than one, matches.
+    """
+    text = str(reference)
+    wanted = Path(reference).resolve()
+    matches = [
+        index
+        for index, run in enumerate(runs)
+        if run.run_id == text
+        or (run.path is not None and (str(run.path) == text or run.path.resolve() == wanted))
+    ]
+    if len(matches) != 1:
+        given = ", ".join(str(run.path or run.run_id) for run in runs)
+        found = "no run" if not matches else "several runs"
+        raise ConfigError(f"baseline {text!r} matches {found}", hint=f"name one of: {given}")
+    return matches[0]
+
+
+def compare_runs(
+    runs: Sequence[RunResults], *, baseline: int = 0, interval: IntervalSettings | None = None
+) -> ComparisonSet:
+    """Compare every run with ``runs[baseline]`` (rules in the module docstring).
+
+    Raises:
+        ConfigError: fewer than two runs, ``baseline`` out of range, a run given twice, or a
+            shared benchmark whose data or problem selection differs between two runs.
+    """
+    if len(runs) < 2:
+        raise ConfigError("a comparison needs at least two runs")
+    if not 0 <= baseline < len(runs):
+        raise ConfigError(f"baseline index {baseline} is out of range for {len(runs)} runs")
+    run_ids = [run.run_id for run in runs]
+    if len(set(run_ids)) != len(run_ids):
+        raise ConfigError(f"a run is given more than once: {', '.join(run_ids)}")
+    settings = interval or IntervalSettings()
+    labels = distinct_labels([identify(run) for run in runs])
+    comparisons = tuple(
+        _compare_pair(runs[baseline], run, labels=(labels[baseline], labels[index]), interval=settings)
+        for index, run in enumerate(runs)
+        if index != baseline
+    )
+    return ComparisonSet(
+        baseline=identify(runs[baseline]),
+        baseline_label=labels[baseline],
+        comparisons=comparisons,
+        interval=settings,
+    )
+
+
+def _compare_pair(
+    baseline: RunResults, candidate: RunResults, *, labels: tuple[str, str], interval: IntervalSettings
+) -> Comparison:
+    names = [bench.name for bench in baseline.benchmarks if _has(candidate, bench.name)]
+    _check_pairable(baseline, candidate, names)
+    warnings = []
+    for run, other in ((baseline, candidate), (candidate, baseline)):
+        skipped = [bench.name for bench in run.benchmarks if not _has(other, bench.name)]
+        if skipped:
+            warnings.append(f"not compared, only in run {run.run_id}: {', '.join(skipped)}")
+    pairs = []
+    differences: list[list[float]] = []
+    for name in names:
+        paired, diffs = _pair(baseline.benchmark(name), candidate.benchmark(name), interval)
+        pairs.append(paired)
+        differences.append(diffs)
+        if paired.baseline_rule != paired.candidate_rule:
+            warnings.append(
+                f"{name}: graded under different rules (baseline {paired.baseline_rule}, "
+                f"candidate {paired.candidate_rule}); the difference includes the change of rule"
+            )
+    return Comparison(
+        baseline=identify(baseline),
+        candidate=identify(candidate),
+        baseline_label=labels[0],
+        candidate_label=labels[1],
+        benchmarks=tuple(pairs),
+        overall=_overall(pairs, differences, interval) if pairs else None,
+        warnings=tuple(warnings),
+    )
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def comparison_frame(result: ComparisonSet) -> pd.DataFrame:
+    """One row per (candidate, benchmark) plus one ``overall`` row per candidate, columns:
+    ``baseline_run_id, candidate_run_id, baseline, candidate, benchmark, rule_baseline,
+    rule_candidate, dataset_sha256, n, baseline_pass@1_pct, candidate_pass@1_pct, diff_pp,
+    ciNN_low_pp, ciNN_high_pp, won, lost, both, neither, mcnemar_p, gained_ids, dropped_ids``.
+    Differences are in percentage points; flipped ids are space-separated. In ``overall`` rows the
+    scores are macro means and ``mcnemar_p`` is pooled over problems."""
+    ci = f"ci{result.interval.confidence * 100:g}"
+    records: list[dict[str, object]] = []
+    for comparison in result.comparisons:
+        head: dict[str, object] = {
+            "baseline_run_id": comparison.baseline.run_id,
+            "candidate_run_id": comparison.candidate.run_id,
+            "baseline": comparison.baseline_label,
+            "candidate": comparison.candidate_label,
+        }
+        for pair in comparison.benchmarks:
+            records.append(
+                head
+                | {
+                    "benchmark": pair.benchmark,
+                    "rule_baseline": pair.baseline_rule,
+                    "rule_candidate": pair.candidate_rule,
+                    "dataset_sha256": pair.dataset_sha256,
+                    "n": pair.problems,
+                    "baseline_pass@1_pct": pair.baseline_pass_at_1 * 100,
+                    "candidate_pass@1_pct": pair.candidate_pass_at_1 * 100,
+                    "diff_pp": pair.difference * 100,
+                    f"{ci}_low_pp": pair.ci_low * 100,
+                    f"{ci}_high_pp": pair.ci_high * 100,
+                    "won": pair.won,
+                    "lost": pair.lost,
+                    "both": pair.both,
+                    "neither": pair.neither,
+                    "mcnemar_p": pair.mcnemar_p,
+                    "gained_ids": " ".join(pair.gained),
+                    "dropped_ids": " ".join(pair.dropped),
+                }
+            )
+        overall = comparison.overall
+        if overall is not None:
+            records.append(
+                head
+                | {
+                    "benchmark": "overall",
+                    "rule_baseline": None,
+                    "rule_candidate": None,
+                    "dataset_sha256": None,
+                    "n": overall.problems,
+                    "baseline_pass@1_pct": overall.baseline_macro * 100,
+                    "candidate_pass@1_pct": overall.candidate_macro * 100,
+                    "diff_pp": overall.difference * 100,
+                    f"{ci}_low_pp": overall.ci_low * 100,
+                    f"{ci}_high_pp": overall.ci_high * 100,
+                    "won": overall.won,
+                    "lost": overall.lost,
+                    "both": overall.both,
+                    "neither": overall.neither,
+                    "mcnemar_p": overall.mcnemar_p,
+                    "gained_ids": None,
+                    "dropped_ids": None,
+                }
+            )
+    return pd.DataFrame.from_records(records)
+
+
+def write_comparison_csv(result: ComparisonSet, path: Path) -> None:
+    """Write :func:`comparison_frame` as UTF-8 CSV (header row, no index), creating parent folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    comparison_frame(result).to_csv(path, index=False)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _has(run: RunResults, name: str) -> bool:
+    return any(bench.name == name for bench in run.benchmarks)
+
+
+def _check_pairable(baseline: RunResults, candidate: RunResults, names: Sequence[str]) -> None:
+    problems = []
+    for name in names:
+        a, b = baseline.benchmark(name).entry, candidate.benchmark(name).entry
+        if (a.sha256, a.version) != (b.sha256, b.version):
+            problems.append(
+                f"{name}: different data (run {baseline.run_id}: v{a.version} sha256 {a.sha256[:12]}, "
+                f"run {candidate.run_id}: v{b.version} sha256 {b.sha256[:12]})"
+            )
+        elif a.problems != b.problems:
+            problems.append(
+                f"{name}: different problem selections (run {baseline.run_id}: {a.problems} problems, "
+                f"run {candidate.run_id}: {b.problems})"
+            )
+    if problems:
+        raise ConfigError(
+            "the runs cannot be paired problem by problem: " + "; ".join(problems),
+            hint="compare runs made on the same data with the same --limit",
+        )
+
+
+def _pair(
+    baseline: BenchmarkResults, candidate: BenchmarkResults, interval: IntervalSettings
+) -> tuple[PairedBenchmark, list[float]]:
+    base = {problem.problem_id: problem for problem in baseline.problems}
+    cand = {problem.problem_id: problem for problem in candidate.problems}
+    ids = sorted(base.keys() | cand.keys(), key=natural_key)
+    total = baseline.selected
+    if len(ids) > total:
+        raise ConfigError(
+            f"{baseline.name}: the two runs stored {len(ids)} distinct problems between them, "
+            f"but each selected {total}: they selected different problems",
+            hint="compare runs made on the same data with the same --limit",
+        )
+    padding = total - len(ids)
+    base_scores = [base[i].score if i in base else 0.0 for i in ids] + [0.0] * padding
+    cand_scores = [cand[i].score if i in cand else 0.0 for i in ids] + [0.0] * padding
+    base_first = {i: i in base and base[i].first_correct for i in ids}
+    cand_first = {i: i in cand and cand[i].first_correct for i in ids}
+    gained = tuple(i for i in ids if cand_first[i] and not base_first[i])
+    dropped = tuple(i for i in ids if base_first[i] and not cand_first[i])
+    both = sum(cand_first[i] and base_first[i] for i in ids)
+    difference = paired_bootstrap_diff(
+        cand_scores,
+        base_scores,
+        confidence=interval.confidence,
+        n_resamples=interval.resamples,
+        seed=interval.seed,
+    )
+    paired = PairedBenchmark(
+        benchmark=baseline.name,
+        title=baseline.entry.title,
+        dataset_sha256=baseline.entry.sha256,
+        baseline_rule=baseline.entry.rule,
+        candidate_rule=candidate.entry.rule,
+        problems=total,
+        baseline_pass_at_1=sum(base_scores) / total,
+        candidate_pass_at_1=sum(cand_scores) / total,
+        difference=difference.difference,
+        ci_low=difference.low,
+        ci_high=difference.high,
+        won=len(gained),
+        lost=len(dropped),
+        both=both,
+        neither=total - len(gained) - len(dropped) - both,
+        mcnemar_p=mcnemar_exact(len(gained), len(dropped)),
+        gained=gained,
+        dropped=dropped,
+    )
+    return paired, [c - b for c, b in zip(cand_scores, base_scores, strict=True)]
+
+
+def _overall(
+    pairs: Sequence[PairedBenchmark], differences: Sequence[Sequence[float]], interval: IntervalSettings
+) -> PairedOverall:
+    baseline_macro = macro_average({pair.benchmark: pair.baseline_pass_at_1 for pair in pairs})
+    candidate_macro = macro_average({pair.benchmark: pair.candidate_pass_at_1 for pair in pairs})
+    low, high = stratified_bootstrap_ci(differences, settings=interval)
+    won = sum(pair.won for pair in pairs)
+    lost = sum(pair.lost for pair in pairs)
+    both = sum(pair.both for pair in pairs)
+    problems = sum(pair.problems for pair in pairs)
+    return PairedOverall(
+        benchmarks=tuple(pair.benchmark for pair in pairs),
+        problems=problems,
+        baseline_macro=baseline_macro,
+        candidate_macro=candidate_macro,
+        difference=candidate_macro - baseline_macro,
+        ci_low=low,
+        ci_high=high,
+        won=won,
+        lost=lost,
+        both=both,
+        neither=problems - won - lost - both,
+        mcnemar_p=mcnemar_exact(won, lost),
+    )

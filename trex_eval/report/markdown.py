@@ -1,0 +1,314 @@
+"""Markdown renderings of summaries, leaderboards and comparisons. Pure: records in, text out.
+
+Every table is followed by the lines that define its numbers (metric, interval, denominator,
+rule per column), so a table copied on its own still says what it shows. Scores print as
+percentages with two decimals, differences as signed percentage points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from trex_eval.report.compare import Comparison, ComparisonSet
+from trex_eval.report.leaderboard import Leaderboard, LeaderboardRow, build_leaderboard
+from trex_eval.report.outcomes import Outcome
+from trex_eval.report.published import PublishedScore
+from trex_eval.report.summary import DEFINITIONS, MACRO_LABEL, BenchmarkSummary, RunSummary
+
+ENVIRONMENT_MARK = "†"
+MISSING_MARK = "‡"
+
+
+def render_leaderboard_markdown(board: Leaderboard, *, published: Sequence[PublishedScore] = ()) -> str:
+    """The measured leaderboard, its column definitions, warnings, run provenance and, when
+    ``published`` is given, a separate "reported, not re-run" table."""
+    lines = ["# Leaderboard", "", *score_table(board), "", *_definitions(board)]
+    lines += ["", "## Runs", "", *_runs_table(board)]
+    if published:
+        lines += ["", *published_table(published)]
+    return "\n".join(lines) + "\n"
+
+
+def render_summary_markdown(summary: RunSummary) -> str:
+    """``summary.md`` of one run: the leaderboard-format table, one line per benchmark naming its
+    rule, sampling metrics (several samples only), the verdict breakdown, the reference harness's
+    table, notes and definitions."""
+    run = summary.run
+    board = build_leaderboard([summary])
+    facts = [f"Run `{run.run_id}`", f"backend {run.backend}"]
+    if run.served_model:
+        facts.append(f"served model `{run.served_model}`")
+    facts += [
+        f"protocol {run.protocol}",
+        f"prompt set {run.prompt_set}",
+        f"{run.samples} sample(s) per problem",
+    ]
+    if run.few_shot:
+        facts.append(f"{run.few_shot}-shot")
+    if run.limit:
+        facts.append(f"first {run.limit} problems per benchmark")
+    lines = [f"# Run summary: {run.display}", "", " · ".join(facts), ""]
+    lines += [*score_table(board), "", *_definitions(board)]
+    if any(bench.pass_at_k for bench in summary.benchmarks):
+        lines += ["", "## Sampling metrics", "", *_sampling_table(summary.benchmarks)]
+    lines += ["", "## Outcomes", "", *_outcome_table(summary.benchmarks)]
+    lines += ["", "## Reference-harness table (T-Rex summary.md format)", "", *compat_table([summary])]
+    lines += ["", f"Reference-harness columns: {DEFINITIONS['compat']}."]
+    lines += [
+        "",
+        "## Definitions",
+        "",
+        *(f"- **{name}**: {text}" for name, text in summary.definitions.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_comparison_markdown(result: ComparisonSet) -> str:
+    """Every candidate against the baseline: per-benchmark and overall differences with intervals,
+    won/lost counts, McNemar p-values, the flipped problems, and the definitions."""
+    baseline = result.baseline
+    interval = result.interval
+    lines = [
+        f"# Comparison against {result.baseline_label} (run `{baseline.run_id}`)",
+        "",
+        f"Δ: candidate − baseline pass@1 in percentage points; [low, high]: paired {interval.describe()}. "
+        "Won / lost: problems whose first sample (seed 42) only the candidate / only the baseline got right; "
+        "p: exact two-sided McNemar test of won against lost. Overall: Δ of the "
+        f"{MACRO_LABEL}s (bootstrap stratified by benchmark); won, lost and p pooled over all problems. "
+        "n: problems selected.",
+    ]
+    for comparison in result.comparisons:
+        lines += ["", *_comparison_section(comparison)]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- shared tables
+
+
+def score_table(board: Leaderboard) -> list[str]:
+    """The leaderboard table: one row per run, ``pass@1 % [CI] n=N`` per column group and macro."""
+    header = ["Rank", "Model", "Protocol", "Prompt set", "Samples"]
+    header += [column.label for column in board.columns]
+    header += [macro.label for macro in board.macro_columns]
+    align = ["---:", "---", "---", "---", "---:"] + ["---:"] * (len(header) - 5)
+    lines = [_row(header), _row(align)]
+    for row in board.rows:
+        run = row.summary.run
+        cells = [str(row.rank), row.label, run.protocol, run.prompt_set, str(run.samples)]
+        cells += [_score_cell(row.cell(column.label)) for column in board.columns]
+        cells += [_macro_cell(row, macro.label) for macro in board.macro_columns]
+        lines.append(_row(cells))
+    return lines
+
+
+def compat_table(summaries: Iterable[RunSummary]) -> list[str]:
+    """The reference harness's ``summary.md`` table, rows as its ``run_eval.py`` prints them."""
+    lines = ["| Dataset | Model | Score | Code pass | API errors | Count |", "|---|---|---:|---:|---:|---:|"]
+    for summary in summaries:
+        for bench in summary.benchmarks:
+            row = bench.compat
+            score = row.score_count / row.count * 100 if row.count else 0.0
+            code = row.code_pass_count / row.count * 100 if row.count else 0.0
+            lines.append(
+                f"| {row.dataset} | {summary.run.served_name} "
+                f"| {score:.2f}% ({row.score_count}/{row.count}) "
+                f"| {code:.2f}% ({row.code_pass_count}/{row.count}) "
+                f"| {row.api_error_count} | {row.count} |"
+            )
+    return lines
+
+
+def published_table(published: Sequence[PublishedScore]) -> list[str]:
+    """The "reported, not re-run" table: published scores with their metric, source and caveats."""
+    lines = [
+        "## Reported, not re-run",
+        "",
+        "Published elsewhere and copied here as reported; trex-eval did not measure these numbers, and their "
+        "grading rules and averaging are whatever the source used. They are not comparable cell by cell with "
+        "the measured table.",
+        "",
+        _row(["Model", "Benchmark", "Score %", "Metric", "Source", "Note"]),
+        _row(["---", "---", "---:", "---", "---", "---"]),
+    ]
+    for score in published:
+        source = f"[{score.source}]({score.url})" if score.url else score.source
+        lines.append(
+            _row([score.model, score.benchmark, f"{score.score_pct:.2f}", score.metric, source, score.note])
+        )
+    return lines
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def _definitions(board: Leaderboard) -> list[str]:
+    lines = [
+        f"Cells: pass@1 in % — {DEFINITIONS['pass@1']}; [low, high]: {board.interval.describe()}; "
+        f"n: {DEFINITIONS['n']}. {ENVIRONMENT_MARK}: includes environment failures (licence, gurobipy "
+        f"unavailable, not run), which count as failures; {MISSING_MARK}: includes missing samples, counted "
+        "as failures.",
+        "",
+        "Columns:",
+        "",
+    ]
+    for column in board.columns:
+        description = f" — {column.rule_description}" if column.rule_description else ""
+        lines.append(
+            f"- **{column.label}**: {column.title} (v{column.version}); rule `{column.rule}`{description}; "
+            f"data sha256 `{column.dataset_sha256[:12]}`"
+        )
+    for macro in board.macro_columns:
+        lines.append(f"- **{macro.label}**: {MACRO_LABEL} over {', '.join(macro.over)}")
+    if board.warnings:
+        lines += ["", "Warnings:", "", *(f"- {warning}" for warning in board.warnings)]
+    return lines
+
+
+def _runs_table(board: Leaderboard) -> list[str]:
+    header = ["Model", "Run id", "Backend", "Served model", "Created", "Prompt templates (sha256)"]
+    lines = [_row(header), _row(["---"] * len(header))]
+    for row in board.rows:
+        run = row.summary.run
+        templates = ", ".join(
+            f"{bench.benchmark} `{bench.template_sha256[:12]}`" for bench in row.summary.benchmarks
+        )
+        lines.append(
+            _row(
+                [
+                    row.label,
+                    f"`{run.run_id}`",
+                    run.backend,
+                    f"`{run.served_model}`",
+                    run.created_at,
+                    templates,
+                ]
+            )
+        )
+    return lines
+
+
+def _sampling_table(benchmarks: Sequence[BenchmarkSummary]) -> list[str]:
+    ks = sorted({k for bench in benchmarks for k in bench.pass_at_k})
+    header = ["Benchmark", "pass@1"]
+    header += [f"pass@{k}" for k in ks] + [f"acc@{k}" for k in ks] + [f"maj@{k}" for k in ks]
+    lines = [_row(header), _row(["---"] + ["---:"] * (len(header) - 1))]
+    notes = []
+    for bench in benchmarks:
+        cells = [bench.benchmark, _pct(bench.pass_at_1)]
+        cells += [_pct(bench.pass_at_k.get(k)) for k in ks]
+        cells += [_pct(bench.acc_at_k.get(k)) for k in ks]
+        cells += [_pct(bench.maj_at_k.get(k)) for k in ks]
+        lines.append(_row(cells))
+        if bench.maj_note:
+            notes.append(f"- {bench.benchmark}: {bench.maj_note}")
+    definitions = [f"- **{name}**: {DEFINITIONS[name]}" for name in ("pass@k", "acc@k", "maj@k")]
+    return [*lines, "", "All in %.", *definitions, *notes]
+
+
+def _outcome_table(benchmarks: Sequence[BenchmarkSummary]) -> list[str]:
+    shown = [outcome for outcome in Outcome if any(bench.outcomes[outcome] for bench in benchmarks)]
+    header = ["Benchmark", *(outcome.label for outcome in shown), "Samples expected"]
+    lines = [_row(header), _row(["---"] + ["---:"] * (len(header) - 1))]
+    for bench in benchmarks:
+        cells = [bench.benchmark, *(str(bench.outcomes[outcome]) for outcome in shown)]
+        lines.append(_row([*cells, str(bench.problems * bench.samples_per_problem)]))
+    lines += ["", "Rules that decided:", ""]
+    lines += [
+        f"- **{bench.benchmark}**: `{bench.rule}`"
+        + (f" — {bench.rule_description}" if bench.rule_description else "")
+        for bench in benchmarks
+    ]
+    return lines
+
+
+def _comparison_section(comparison: Comparison) -> list[str]:
+    candidate = comparison.candidate
+    header = ["Benchmark", "n", "Baseline %", "Candidate %", "Δ pp [CI]", "Won", "Lost", "McNemar p", "Rule"]
+    lines = [
+        f"## {comparison.candidate_label} (run `{candidate.run_id}`) vs {comparison.baseline_label}",
+        "",
+        _row(header),
+        _row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"]),
+    ]
+    for pair in comparison.benchmarks:
+        rule = (
+            pair.baseline_rule
+            if pair.baseline_rule == pair.candidate_rule
+            else (f"{pair.baseline_rule} → {pair.candidate_rule}")
+        )
+        lines.append(
+            _row(
+                [
+                    pair.benchmark,
+                    str(pair.problems),
+                    _pct(pair.baseline_pass_at_1),
+                    _pct(pair.candidate_pass_at_1),
+                    _delta(pair.difference, pair.ci_low, pair.ci_high),
+                    str(pair.won),
+                    str(pair.lost),
+                    _p(pair.mcnemar_p),
+                    f"`{rule}`",
+                ]
+            )
+        )
+    overall = comparison.overall
+    if overall is not None:
+        lines.append(
+            _row(
+                [
+                    "**overall** (macro)",
+                    str(overall.problems),
+                    _pct(overall.baseline_macro),
+                    _pct(overall.candidate_macro),
+                    _delta(overall.difference, overall.ci_low, overall.ci_high),
+                    str(overall.won),
+                    str(overall.lost),
+                    _p(overall.mcnemar_p),
+                    "pooled",
+                ]
+            )
+        )
+    flipped = []
+    for pair in comparison.benchmarks:
+        if pair.gained:
+            flipped.append(f"- {pair.benchmark} gained ({len(pair.gained)}): {', '.join(pair.gained)}")
+        if pair.dropped:
+            flipped.append(f"- {pair.benchmark} dropped ({len(pair.dropped)}): {', '.join(pair.dropped)}")
+    lines += ["", "Flipped problems (first sample):", ""] + (flipped or ["- none"])
+    if comparison.warnings:
+        lines += ["", "Warnings:", "", *(f"- {warning}" for warning in comparison.warnings)]
+    return lines
+
+
+def _score_cell(bench: BenchmarkSummary | None) -> str:
+    if bench is None:
+        return "–"
+    marks = (ENVIRONMENT_MARK if bench.environment_failures else "") + (
+        MISSING_MARK if bench.missing_samples else ""
+    )
+    return f"{_pct(bench.pass_at_1)}{marks} [{_pct(bench.ci_low)}, {_pct(bench.ci_high)}] n={bench.problems}"
+
+
+def _macro_cell(row: LeaderboardRow, label: str) -> str:
+    summary = row.summary
+    if row.macro_column != label or summary.macro_pass_at_1 is None:
+        return "–"
+    low, high = summary.macro_ci_low, summary.macro_ci_high
+    interval = f" [{_pct(low)}, {_pct(high)}]" if low is not None and high is not None else ""
+    return f"{_pct(summary.macro_pass_at_1)}{interval}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.2f}"
+
+
+def _delta(difference: float, low: float, high: float) -> str:
+    return f"{difference * 100:+.2f} [{low * 100:+.2f}, {high * 100:+.2f}]"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"

@@ -1,0 +1,102 @@
+"""Scores published elsewhere ("reported, not re-run"), read from a CSV such as the committed
+``results/published.csv``.
+
+Reports show these rows in their own table, under a heading that says they were not re-run, and
+never in the measured leaderboard: their protocol, grading rule and averaging method are
+whatever their source says (often not stated), so they cannot share a column with measured runs.
+
+File format: UTF-8 CSV with exactly the header ``model,benchmark,score_pct,metric,source,url,note``.
+``benchmark`` is a trex-eval benchmark name or ``average`` for a headline average over several;
+``score_pct`` is a percentage in ``[0, 100]``; ``metric`` says what the number measures in the
+source's words; ``note`` says what is derived, uncertain or unstated.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+
+from trex_eval.errors import ConfigError
+from trex_eval.records import Record
+
+COLUMNS = ("model", "benchmark", "score_pct", "metric", "source", "url", "note")
+AVERAGE = "average"
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+_SHIPPED = (
+    _PACKAGE / "_assets" / "results" / "published.csv",  # in a wheel (force-included by pyproject)
+    _PACKAGE.parent / "results" / "published.csv",  # in a source checkout
+)
+
+
+class PublishedScore(Record):
+    """One score as its source reported it (see the module docstring for the fields)."""
+
+    model: str = Field(min_length=1)
+    benchmark: str = Field(min_length=1)
+    score_pct: float = Field(ge=0.0, le=100.0)
+    metric: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    url: str = ""
+    note: str = ""
+
+
+def load_published(path: Path) -> tuple[PublishedScore, ...]:
+    """Every row of a published-scores CSV, in file order.
+
+    Raises:
+        ConfigError: the file is missing or unreadable, its header is not :data:`COLUMNS`, or a
+            row is malformed (missing field, score not a finite number in [0, 100]); the message
+            names the file and line.
+    """
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            if tuple(reader.fieldnames or ()) != COLUMNS:
+                raise ConfigError(
+                    f"unexpected header {reader.fieldnames}",
+                    where=str(path),
+                    hint=f"the header must be: {','.join(COLUMNS)}",
+                )
+            rows = []
+            for row in reader:
+                where = f"{path}:{reader.line_num}"
+                if None in row or any(value is None for value in row.values()):
+                    raise ConfigError(f"expected {len(COLUMNS)} fields", where=where)
+                rows.append(_parse(row, where=where))
+    except OSError as error:
+        raise ConfigError(f"cannot read published scores: {error.strerror}", where=str(path)) from None
+    return tuple(rows)
+
+
+def shipped_published_csv() -> Path | None:
+    """The committed ``results/published.csv``: packaged under ``trex_eval/_assets/results/`` in a
+    wheel, at the repository root in a source checkout; ``None`` when neither exists."""
+    return next((path for path in _SHIPPED if path.is_file()), None)
+
+
+def _parse(row: dict[str, str], *, where: str) -> PublishedScore:
+    text = row["score_pct"].strip()
+    try:
+        score = float(text)
+    except ValueError:
+        raise ConfigError(f"score_pct {text!r} is not a number", where=where) from None
+    if not math.isfinite(score):
+        raise ConfigError(f"score_pct {text!r} is not finite", where=where)
+    try:
+        return PublishedScore(
+            model=row["model"].strip(),
+            benchmark=row["benchmark"].strip(),
+            score_pct=score,
+            metric=row["metric"].strip(),
+            source=row["source"].strip(),
+            url=row["url"].strip(),
+            note=row["note"].strip(),
+        )
+    except ValidationError as error:
+        problem = error.errors()[0]
+        field = ".".join(str(part) for part in problem["loc"])
+        raise ConfigError(f"{field}: {problem['msg']}", where=where) from None

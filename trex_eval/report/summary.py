@@ -1,0 +1,445 @@
+"""The summary of one run: per-benchmark scores with intervals, verdict counts, the reference
+harness's own table, and the macro average. Pure: builds records from records.
+
+::
+
+    summary = summarize(store.read_manifest(), store.iter_samples())
+    store.write_summary(summary_json(summary), render_summary_markdown(summary))
+
+Every number is defined once, in :data:`DEFINITIONS`, and the JSON and Markdown forms carry
+those definitions with them. Scores are fractions in ``[0, 1]`` here and in ``summary.json``;
+tables print them as percentages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from trex_eval.metrics import (
+    acc_at_k,
+    bootstrap_ci,
+    macro_average,
+    maj_at_k,
+    mean_pass_at_k,
+    pass_at_1,
+)
+from trex_eval.records import (
+    GraderKind,
+    ObjectiveEvidence,
+    Record,
+    SampleRecord,
+    SolveStatus,
+    StructureEvidence,
+    Verdict,
+)
+from trex_eval.report.intervals import IntervalSettings, stratified_bootstrap_ci
+from trex_eval.report.outcomes import Outcome
+from trex_eval.report.runs import BenchmarkResults, ProblemSamples, RunResults, arrange
+from trex_eval.store import RunManifest
+
+MACRO_LABEL = "macro mean of per-benchmark pass@1"
+
+UPSTREAM_DATASETS: Mapping[str, str] = MappingProxyType(
+    {
+        "nl4opt": "nl4opt",
+        "optibench": "optibench",
+        "b4o-feasible": "bench4opt-feasible",
+        "b4o-orgeval": "bench4opt",
+    }
+)
+"""trex-eval benchmark name -> the dataset name the reference harness's summary prints (§6.4)."""
+
+DEFINITIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "pass@1": (
+            "mean over the selected problems of the fraction of each problem's samples graded correct; "
+            "a missing sample counts as wrong"
+        ),
+        "ci": "confidence interval of pass@1 (see 'interval')",
+        "n": "problems selected (the denominator; never the number of records present)",
+        "pass@k": (
+            "unbiased estimator 1 − C(n−c, k)/C(n, k) per problem (Chen et al. 2021), averaged over problems"
+        ),
+        "acc@k": "reference T-Rex acc@k: fraction of problems with a correct sample among the first k",
+        "maj@k": (
+            "fraction of problems whose majority objective value over the first k samples matches the "
+            "reference within rtol 1e-4, atol 1e-6; votes are the objectives of solves that ended optimal"
+        ),
+        "macro": f"{MACRO_LABEL}: each benchmark weighs the same, whatever its size",
+        "api_errors": "samples whose model request failed after retries; counted as failures",
+        "environment_failures": (
+            "samples lost to the environment (licence error, gurobipy unavailable, not run); counted as "
+            "failures and flagged, since they say nothing about the model"
+        ),
+        "missing": (
+            "expected samples (problems × samples per problem) the run did not store; counted as failures"
+        ),
+        "compat": (
+            "the reference harness's summary row (§6.4): Score = acc@k over the selected problems "
+            "(k = samples), Code pass = problems whose selected attempt produced an optimal objective "
+            "(solver benchmarks) or a model the structure check could read (ORGEval); the selected "
+            "attempt is the first correct sample, else the last stored one"
+        ),
+    }
+)
+"""What each reported number means; copied into ``summary.json`` and printed under tables."""
+
+_POWERS_OF_TWO = (2, 4, 8, 16, 32, 64, 128, 256)
+DEFAULT_PROMPT_SET = "t-rex"
+
+
+class CompatRow(Record):
+    """One row of the reference harness's ``summary.md`` table (reference-harness §6.4).
+
+    Unlike the reference, ``count`` is the number of problems selected, so problems lost to API
+    failures stay in the denominator (W28).
+    """
+
+    dataset: str
+    score_count: int
+    code_pass_count: int
+    api_error_count: int
+    count: int
+
+
+class BenchmarkSummary(Record):
+    """Scores and counts of one benchmark in one run (see :data:`DEFINITIONS`).
+
+    Identity fields are copied from the run manifest's ``BenchmarkEntry``: ``rule`` is the
+    canonical grading rule spec and ``dataset_sha256`` the benchmark data digest; two runs'
+    numbers are comparable only when both match. Fractions are in ``[0, 1]``. ``pass_at_k``,
+    ``acc_at_k`` and ``maj_at_k`` map ``k`` to the score and are empty with one sample per
+    problem; ``maj_at_k`` is also empty for structure-graded benchmarks and when a reference has
+    no optimum (``maj_note`` says why).
+    """
+
+    benchmark: str
+    title: str
+    version: int
+    dataset_sha256: str
+    grader: GraderKind
+    rule: str
+    rule_description: str
+    extractor: str
+    prompt_set: str
+    template_sha256: str
+    problems: int
+    samples_per_problem: int
+    stored_samples: int
+    missing_samples: int
+    correct_samples: int
+    pass_at_1: float
+    ci_low: float
+    ci_high: float
+    pass_at_k: dict[int, float]
+    acc_at_k: dict[int, float]
+    maj_at_k: dict[int, float]
+    maj_note: str = ""
+    verdicts: dict[Verdict, int]
+    outcomes: dict[Outcome, int]
+    api_errors: int
+    environment_failures: int
+    compat: CompatRow
+
+    @property
+    def flagged(self) -> bool:
+        """True when environment failures or missing samples lower this score."""
+        return self.environment_failures > 0 or self.missing_samples > 0
+
+
+class RunIdentity(Record):
+    """Who and what a run measured: the fields that label a row in every table. ``model`` is the
+    preset name, ``backend`` its backend, ``served_model`` the model it served or loaded."""
+
+    run_id: str
+    model: str
+    backend: str
+    served_model: str
+    protocol: str
+    prompt_set: str
+    samples: int
+    few_shot: int
+    limit: int | None
+    created_at: str
+    finished_at: str | None
+    path: str | None = None
+
+    @property
+    def served_name(self) -> str:
+        """The served model name (what the reference harness prints), else the preset name."""
+        return self.served_model or self.model
+
+    @property
+    def display(self) -> str:
+        """The model preset, qualified by what makes this run differ from a plain zero-shot run."""
+        parts = [self.model]
+        if self.protocol != "default":
+            parts.append(self.protocol)
+        if self.prompt_set != DEFAULT_PROMPT_SET:
+            parts.append(f"prompts {self.prompt_set}")
+        if self.few_shot:
+            parts.append(f"{self.few_shot}-shot")
+        if self.samples > 1:
+            parts.append(f"{self.samples} samples")
+        return " · ".join(parts)
+
+
+class RunSummary(Record):
+    """Everything a run's ``summary.json`` holds. ``macro_pass_at_1`` is the :data:`MACRO_LABEL`
+    over ``macro_over`` (every benchmark of the run) with a stratified bootstrap interval;
+    ``notes`` lists what lowers or qualifies the numbers (environment failures, missing samples)."""
+
+    run: RunIdentity
+    interval: IntervalSettings
+    benchmarks: tuple[BenchmarkSummary, ...]
+    macro_pass_at_1: float | None
+    macro_ci_low: float | None
+    macro_ci_high: float | None
+    macro_over: tuple[str, ...]
+    notes: tuple[str, ...]
+    definitions: dict[str, str]
+
+
+def summarize(
+    manifest: RunManifest, samples: Iterable[SampleRecord], *, interval: IntervalSettings | None = None
+) -> RunSummary:
+    """Summary of the run ``manifest`` describes, from its graded ``samples`` (last write per key).
+
+    Raises:
+        StoreError: the samples do not belong to the manifest (see :func:`~trex_eval.report.runs.arrange`).
+    """
+    return summarize_results(arrange(manifest, samples), interval=interval)
+
+
+def summarize_results(results: RunResults, *, interval: IntervalSettings | None = None) -> RunSummary:
+    """Summary of an arranged run (the form leaderboards and reports already hold)."""
+    settings = interval or IntervalSettings()
+    benchmarks = tuple(_summarize_benchmark(bench, settings) for bench in results.benchmarks)
+    macro: float | None = None
+    low: float | None = None
+    high: float | None = None
+    if benchmarks:
+        macro = macro_average({bench.benchmark: bench.pass_at_1 for bench in benchmarks})
+        low, high = stratified_bootstrap_ci(
+            [bench.problem_scores() for bench in results.benchmarks], settings=settings
+        )
+    return RunSummary(
+        run=identify(results),
+        interval=settings,
+        benchmarks=benchmarks,
+        macro_pass_at_1=macro,
+        macro_ci_low=low,
+        macro_ci_high=high,
+        macro_over=tuple(bench.benchmark for bench in benchmarks),
+        notes=tuple(note for bench in benchmarks for note in _notes(bench)),
+        definitions=dict(DEFINITIONS),
+    )
+
+
+def identify(results: RunResults) -> RunIdentity:
+    """The :class:`RunIdentity` of an arranged run."""
+    manifest = results.manifest
+    settings = manifest.settings
+    return RunIdentity(
+        run_id=manifest.run_id,
+        model=settings.model.name,
+        backend=settings.model.backend,
+        served_model=settings.model.model,
+        protocol=settings.protocol,
+        prompt_set=settings.prompt_set,
+        samples=settings.samples,
+        few_shot=settings.few_shot,
+        limit=settings.limit,
+        created_at=manifest.created_at,
+        finished_at=manifest.finished_at,
+        path=str(results.path) if results.path is not None else None,
+    )
+
+
+def distinct_labels(runs: Sequence[RunIdentity]) -> list[str]:
+    """A label per run, unique among ``runs`` (whose run ids are unique): its
+    :attr:`RunIdentity.display`, qualified where two runs would read the same by their served
+    models when those tell them apart, else by their run ids."""
+    labels = [run.display for run in runs]
+    details: tuple[Callable[[RunIdentity], str], ...] = (lambda run: run.served_model, lambda run: run.run_id)
+    for detail in details:
+        for label in {label for label in labels if labels.count(label) > 1}:
+            members = [index for index, other in enumerate(labels) if other == label]
+            values = [detail(runs[index]) for index in members]
+            if all(values) and len(set(values)) == len(values):
+                for index, value in zip(members, values, strict=True):
+                    labels[index] = f"{label} ({value})"
+    return labels
+
+
+def summary_json(summary: RunSummary) -> dict[str, Any]:
+    """``summary`` as plain JSON data (enum keys as their values, ``k`` keys as strings)."""
+    return summary.model_dump(mode="json")
+
+
+def render_summary_markdown(summary: RunSummary) -> str:
+    """``summary.md`` of one run; see :func:`trex_eval.report.markdown.render_summary_markdown`."""
+    # The Markdown tables live with the leaderboard's, which import this module: import late.
+    from trex_eval.report import markdown
+
+    return markdown.render_summary_markdown(summary)
+
+
+# --------------------------------------------------------------------------- per benchmark
+
+
+def _summarize_benchmark(bench: BenchmarkResults, settings: IntervalSettings) -> BenchmarkSummary:
+    entry = bench.entry
+    width = bench.samples_per_problem
+    correctness = bench.correctness()
+    scores = bench.problem_scores()
+    low, high = bootstrap_ci(
+        scores, confidence=settings.confidence, n_resamples=settings.resamples, seed=settings.seed
+    )
+    ks = _ks(width)
+    maj, maj_note = _majority(bench, ks)
+    verdicts = bench.verdict_counts()
+    return BenchmarkSummary(
+        benchmark=entry.name,
+        title=entry.title,
+        version=entry.version,
+        dataset_sha256=entry.sha256,
+        grader=entry.grader,
+        rule=entry.rule,
+        rule_description=entry.rule_description,
+        extractor=entry.extractor,
+        prompt_set=entry.prompt_set,
+        template_sha256=entry.template_sha256,
+        problems=bench.selected,
+        samples_per_problem=width,
+        stored_samples=bench.stored_samples,
+        missing_samples=bench.missing_samples,
+        correct_samples=sum(sum(row) for row in correctness),
+        pass_at_1=pass_at_1(correctness),
+        ci_low=low,
+        ci_high=high,
+        pass_at_k={k: mean_pass_at_k(correctness, k) for k in ks},
+        acc_at_k={k: acc_at_k(correctness, k) for k in ks},
+        maj_at_k=maj,
+        maj_note=maj_note,
+        verdicts=verdicts,
+        outcomes=bench.outcome_counts(),
+        api_errors=verdicts[Verdict.API_ERROR],
+        environment_failures=sum(
+            count for verdict, count in verdicts.items() if verdict.is_environment_failure
+        ),
+        compat=_compat_row(bench),
+    )
+
+
+def _ks(width: int) -> tuple[int, ...]:
+    """The k reported for pass@k / acc@k / maj@k: powers of two below ``width``, and ``width``."""
+    if width < 2:
+        return ()
+    return tuple(sorted({k for k in _POWERS_OF_TWO if k < width} | {width}))
+
+
+def _majority(bench: BenchmarkResults, ks: tuple[int, ...]) -> tuple[dict[int, float], str]:
+    if not ks:
+        return {}, ""
+    if bench.entry.grader is not GraderKind.OBJECTIVE:
+        return {}, "maj@k needs objective values; this benchmark is graded on model structure"
+    evidence = {problem.problem_id: _objective_evidence(problem) for problem in bench.problems}
+    without_optimum = [
+        problem_id
+        for problem_id, found in evidence.items()
+        if found is not None
+        and (found.reference_status is not SolveStatus.OPTIMAL or found.reference is None)
+    ]
+    if without_optimum:
+        return {}, f"maj@k not computed: the reference of problem {without_optimum[0]} has no optimum"
+    votes = [[_vote(record) for record in problem.samples] for problem in bench.problems]
+    # A problem without objective evidence has only abstaining votes and counts as wrong whatever
+    # reference stands in for its unknown one; so do the problems the run never stored.
+    references = [
+        found.reference if found is not None and found.reference is not None else 0.0
+        for found in evidence.values()
+    ]
+    votes.extend([None] * bench.samples_per_problem for _ in range(bench.unseen))
+    references.extend(0.0 for _ in range(bench.unseen))
+    return {k: maj_at_k(votes, references, k) for k in ks}, ""
+
+
+def _objective_evidence(problem: ProblemSamples) -> ObjectiveEvidence | None:
+    """The objective evidence of the problem's first sample that has any (all share the reference)."""
+    for record in problem.samples:
+        if record is not None and isinstance(record.grade.evidence, ObjectiveEvidence):
+            return record.grade.evidence
+    return None
+
+
+def _vote(record: SampleRecord | None) -> float | None:
+    """A sample's objective for the majority vote: only a solve that ended optimal (or a printed
+    value the rule accepted) and that the harness's re-solve did not contradict votes."""
+    if record is None:
+        return None
+    evidence = record.grade.evidence
+    if not isinstance(evidence, ObjectiveEvidence) or evidence.predicted is None:
+        return None
+    if evidence.predicted_status not in (SolveStatus.OPTIMAL, None):
+        return None
+    solve = record.execution.last_solve
+    if solve is not None and solve.verification == "mismatch":
+        return None
+    return evidence.predicted
+
+
+def _compat_row(bench: BenchmarkResults) -> CompatRow:
+    score = code = api = 0
+    for problem in bench.problems:
+        selected = _selected_attempt(problem)
+        if selected is None:
+            continue
+        score += any(problem.correct)
+        code += _code_passed(selected)
+        api += selected.grade.verdict is Verdict.API_ERROR
+    return CompatRow(
+        dataset=UPSTREAM_DATASETS.get(bench.name, bench.name),
+        score_count=score,
+        code_pass_count=code,
+        api_error_count=api,
+        count=bench.selected,
+    )
+
+
+def _selected_attempt(problem: ProblemSamples) -> SampleRecord | None:
+    """The attempt the reference harness keeps: the first correct sample, else the last stored one."""
+    stored = [record for record in problem.samples if record is not None]
+    for record in stored:
+        if record.grade.passed:
+            return record
+    return stored[-1] if stored else None
+
+
+def _code_passed(record: SampleRecord) -> bool:
+    evidence = record.grade.evidence
+    if isinstance(evidence, StructureEvidence):
+        return True
+    return (
+        isinstance(evidence, ObjectiveEvidence)
+        and evidence.predicted is not None
+        and evidence.predicted_status is SolveStatus.OPTIMAL
+    )
+
+
+def _notes(bench: BenchmarkSummary) -> list[str]:
+    notes = []
+    if bench.environment_failures:
+        notes.append(
+            f"{bench.benchmark}: {bench.environment_failures} sample(s) failed because of the "
+            "environment (licence error, gurobipy unavailable, not run); they count as failures but "
+            "say nothing about the model"
+        )
+    if bench.missing_samples:
+        notes.append(
+            f"{bench.benchmark}: {bench.missing_samples} of {bench.problems * bench.samples_per_problem} "
+            "expected sample(s) are missing and count as failures (resume the run to fill them)"
+        )
+    return notes
