@@ -16,13 +16,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from trex_eval import runner
+import yaml
+
+from trex_eval import assets, runner
 from trex_eval.backends.base import BackendSpec
 from trex_eval.benchmark import load_benchmark, shipped_spec_paths
 from trex_eval.records import ObjectiveEvidence, ProtocolName, SampleRecord, SamplingParams, Verdict
 from trex_eval.store import RunStore
 
-CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "reason")
+CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "reason", "known_issue")
+
+
+def known_issues() -> dict[str, dict[str, str]]:
+    """Documented data defects (``benchmarks/notes/known-issues.yaml``): benchmark -> id -> explanation."""
+    raw = yaml.safe_load((assets.benchmarks_dir() / "notes" / "known-issues.yaml").read_text(encoding="utf-8"))
+    return {bench: {str(k): str(v) for k, v in items.items()} for bench, items in (raw or {}).items()}
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,10 @@ def audit(
     samples = sorted(
         RunStore(result.run_dir).iter_samples(), key=lambda r: (order[r.benchmark], _id_key(r.problem_id))
     )
-    rows = tuple(_row(record) for record in samples)
+    issues = known_issues()
+    rows = tuple(
+        _row(record, issues.get(record.benchmark, {}).get(record.problem_id, "")) for record in samples
+    )
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     csv_path.write_text(_to_csv(rows), encoding="utf-8")
     return AuditResult(csv_path, result.run_dir, rows, _markdown(rows, tag))
@@ -92,7 +103,7 @@ def _id_key(problem_id: str) -> tuple[int, str]:
     return (int(tail), problem_id) if tail.isdigit() else (-1, problem_id)
 
 
-def _row(record: SampleRecord) -> dict[str, str]:
+def _row(record: SampleRecord, known_issue: str) -> dict[str, str]:
     evidence = record.grade.evidence
     predicted = reference = ""
     if isinstance(evidence, ObjectiveEvidence):
@@ -106,6 +117,7 @@ def _row(record: SampleRecord) -> dict[str, str]:
         "predicted": predicted,
         "reference": reference,
         "reason": record.grade.reason,
+        "known_issue": known_issue,
     }
 
 
@@ -132,5 +144,10 @@ def _markdown(rows: Sequence[dict[str, str]], tag: str) -> str:
         failures = [r for r in items if r["verdict"] != Verdict.CORRECT.value]
         if failures:
             lines += ["", f"## {name}: {len(failures)} not correct", ""]
-            lines += [f"- {r['id']}: {r['verdict']} — {r['reason']}" for r in failures]
+            for r in failures:
+                lines.append(f"- {r['id']}: {r['verdict']} — {r['reason']}")
+                if r["known_issue"]:
+                    lines.append(f"  - known data issue: {r['known_issue']}")
+            unexplained = [r["id"] for r in failures if not r["known_issue"]]
+            lines += ["", f"Failures without a documented data issue: {', '.join(unexplained) or 'none'}"]
     return "\n".join(lines) + "\n"
