@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Throughput of the sandbox: programs per second through the warm pool vs a fresh interpreter.
+
+For each of three tiny programs (PuLP with CBC, highspy, OR-Tools GLOP) it runs N programs through
+a started :class:`~trex_eval.sandbox.SandboxPool` (``--workers`` lanes, isolation as probed,
+HiGHS verification on) and M programs as ``python program.py`` in fresh, unsandboxed interpreters
+on as many lanes, then prints one table. Pool start-up is not timed; every pool run must end
+``ok`` with the expected objective, or the script fails.
+
+A busy shared machine distorts wall-clock rates, so two more columns help read them: the CPU time
+one pooled program costs in total (harness + worker + the program's own processes, from the
+kernel's accounting) with the rate that implies on idle cores, and the ceiling at this moment: a
+bare fork server (same pre-imported libraries, fork + exec + exit per program, no sandbox, no
+hooks, no records).
+
+    python scripts/bench_sandbox.py [--programs 200] [--fresh-programs 24] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from trex_eval.records import ExecStatus
+from trex_eval.sandbox import Job, SandboxPool
+
+# max 3x + 2y  s.t. x + y <= 4, x + 3y <= 6, 0 <= x <= 3: optimum x = 3, y = 1, objective 11.
+PROGRAMS = {
+    "PuLP (CBC)": """
+import pulp
+problem = pulp.LpProblem("bench", pulp.LpMaximize)
+x = pulp.LpVariable("x", 0, 3)
+y = pulp.LpVariable("y", 0)
+problem += 3 * x + 2 * y
+problem += x + y <= 4
+problem += x + 3 * y <= 6
+problem.solve(pulp.PULP_CBC_CMD(msg=0))
+print(pulp.value(problem.objective))
+""",
+    "HiGHS (highspy)": """
+import highspy
+h = highspy.Highs()
+h.silent()
+x = h.addVariable(lb=0, ub=3)
+y = h.addVariable(lb=0)
+h.addConstr(x + y <= 4)
+h.addConstr(x + 3 * y <= 6)
+h.maximize(3 * x + 2 * y)
+print(h.getInfo().objective_function_value)
+""",
+    "OR-Tools (GLOP)": """
+from ortools.linear_solver import pywraplp
+solver = pywraplp.Solver.CreateSolver("GLOP")
+x = solver.NumVar(0, 3, "x")
+y = solver.NumVar(0, solver.infinity(), "y")
+solver.Add(x + y <= 4)
+solver.Add(x + 3 * y <= 6)
+solver.Maximize(3 * x + 2 * y)
+solver.Solve()
+print(solver.Objective().Value())
+""",
+}
+OPTIMUM = 11.0
+
+
+def process_tree_cpu_s() -> float:
+    """CPU seconds used so far by this process, its threads, and all its live descendants
+    (including what those descendants' reaped children used)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry)] = fields
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    total, frontier = 0.0, list(parents.get(os.getpid(), []))
+    while frontier:
+        pid = frontier.pop()
+        fields = stats[pid]
+        total += sum(int(value) for value in fields[11:15]) / ticks
+        frontier += parents.get(pid, [])
+    own = os.times()
+    return total + own.user + own.system
+
+
+def rate(count: int, lanes: int, task: Callable[[int], None]) -> float:
+    """Programs per second for ``count`` calls of ``task`` spread over ``lanes`` threads."""
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=lanes) as executor:
+        list(executor.map(task, range(count)))
+    return count / (time.perf_counter() - started)
+
+
+def pool_rate(pool: SandboxPool, code: str, count: int) -> tuple[float, float]:
+    """Programs per second through ``pool``, and CPU milliseconds per program."""
+    job = Job(code=code)
+
+    def one(_: int) -> None:
+        execution = pool.run(job)
+        solve = execution.last_solve
+        if (
+            execution.status is not ExecStatus.OK
+            or solve is None
+            or abs((solve.objective or 0) - OPTIMUM) > 1e-6
+        ):
+            raise SystemExit(
+                f"pool run failed: {execution.status.value} {execution.detail} {execution.stderr_tail}"
+            )
+
+    for index in range(2 * pool.workers):
+        one(index)
+    cpu_before = process_tree_cpu_s()
+    programs_per_s = rate(count, pool.workers, one)
+    return programs_per_s, (process_tree_cpu_s() - cpu_before) / count * 1000
+
+
+def fresh_rate(code: str, count: int, lanes: int) -> float:
+    with tempfile.TemporaryDirectory() as folder:
+        program = Path(folder) / "program.py"
+        program.write_text(code)
+
+        def one(_: int) -> None:
+            done = subprocess.run(
+                [sys.executable, str(program)], capture_output=True, text=True, cwd=folder, check=False
+            )
+            if done.returncode != 0 or abs(float(done.stdout.split()[-1]) - OPTIMUM) > 1e-6:
+                raise SystemExit(f"fresh run failed: {done.stderr[-500:]}")
+
+        one(0)
+        return rate(count, lanes, one)
+
+
+BARE_FORK_SERVER = """
+import importlib, os, sys, time
+for name in sys.argv[2].split(","):
+    importlib.import_module(name)
+code = compile(open(sys.argv[1]).read(), "program.py", "exec")
+null = os.open(os.devnull, os.O_WRONLY)
+for _ in range(int(sys.argv[3])):
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(null, 1)
+        exec(code, {"__name__": "__main__"})
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+def bare_fork_rate(code: str, count: int, lanes: int, preload: tuple[str, ...]) -> float:
+    with tempfile.TemporaryDirectory() as folder:
+        program = Path(folder) / "program.py"
+        program.write_text(code)
+        command = [sys.executable, "-c", BARE_FORK_SERVER, str(program), ",".join(preload)]
+        # Start-up (imports) is excluded by timing a short run and a long run and taking the difference.
+        timings = []
+        for runs in (2, 2 + count // lanes):
+            started = time.perf_counter()
+            servers = [subprocess.Popen([*command, str(runs)], cwd=folder) for _ in range(lanes)]
+            if any(server.wait() != 0 for server in servers):
+                raise SystemExit("bare fork server failed")
+            timings.append(time.perf_counter() - started)
+        return lanes * (count // lanes) / (timings[1] - timings[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--programs", type=int, default=200, help="programs per library through the pool")
+    parser.add_argument("--fresh-programs", type=int, default=24, help="programs per library, fresh python")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="pool workers = lanes")
+    parser.add_argument("--no-verify", action="store_true", help="skip the HiGHS re-solve in the harness")
+    options = parser.parse_args()
+
+    with SandboxPool(workers=options.workers, verify=not options.no_verify) as pool:
+        rows = []
+        for name, code in PROGRAMS.items():
+            pooled, cpu_ms = pool_rate(pool, code, options.programs)
+            fresh = fresh_rate(code, options.fresh_programs, options.workers)
+            bare = bare_fork_rate(code, options.programs, options.workers, pool.preload)
+            rows.append((name, pooled, cpu_ms, fresh, bare))
+        isolation = pool.isolation
+
+    load = os.getloadavg()[0]
+    print(
+        f"isolation: {isolation}   lanes: {options.workers}   cores: {os.cpu_count()}   "
+        f"verification: {'off' if options.no_verify else 'on'}   load average at end: {load:.1f}"
+    )
+    cores = os.cpu_count() or 1
+    print(
+        f"{'program':<18} {'pool /s':>8} {'fresh python /s':>16} {'speed-up':>9} {'CPU ms/program':>15} "
+        f"{'idle-core estimate /s':>22} {'bare fork /s':>13}"
+    )
+    for name, pooled, cpu_ms, fresh, bare in rows:
+        print(
+            f"{name:<18} {pooled:>8.1f} {fresh:>16.1f} {pooled / fresh:>8.1f}x {cpu_ms:>15.1f} "
+            f"{cores * 1000 / cpu_ms:>22.0f} {bare:>13.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Isolation levels: the start-up probe, and every level exercised for real, including as an
+unprivileged user (run through ``setpriv`` with the root-only interpreter directory re-mounted
+readable in a private mount namespace; needs root, as in CI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sandbox_support import marker, processes_with
+
+from trex_eval.sandbox import probe_isolation
+from trex_eval.sandbox.launch import find_tool
+
+REPO = Path(__file__).resolve().parents[2]
+PAYLOAD = Path(__file__).with_name("unprivileged_payload.py")
+UNPRIVILEGED_UID = 61234
+
+
+def test_probe_picks_a_level_that_blocks_the_network() -> None:
+    report = probe_isolation()
+
+    if os.environ.get("CI"):
+        assert report.level == "bwrap", report.notes
+    if report.level != "rlimits":
+        assert report.network_blocked
+    assert report.summary().startswith(f"sandbox isolation: {report.level} (")
+
+
+def test_requested_rlimits_level_says_the_network_is_reachable() -> None:
+    report = probe_isolation(prefer="rlimits")
+
+    assert report.level == "rlimits" and report.command == ()
+    assert not report.network_blocked and "NETWORK REACHABLE" in report.summary()
+
+
+def _run_payload(level: str, *, unprivileged: bool) -> dict[str, object]:
+    tag = marker()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        python = [sys.executable, str(PAYLOAD), level, str(port), tag]
+        environment = f"env -i PATH=/usr/bin:/bin HOME=/tmp PYTHONPATH={shlex.quote(str(REPO))}"
+        if unprivileged:
+            base = Path(sys.base_prefix).resolve()
+            # Make the interpreter readable for the test user without touching the host: a private
+            # mount namespace, a world-readable tmpfs over each private ancestor, the tree bound back.
+            private = next(
+                (p for p in base.parents if p != Path("/") and not os.stat(p).st_mode & 0o001), None
+            )
+            remount = ""
+            if private is not None:
+                keep = private / base.relative_to(private).parts[0]
+                remount = (
+                    f"saved=$(mktemp -d) && mount --bind {keep} $saved && "
+                    f"mount -t tmpfs -o mode=755 tmpfs {private} && mkdir -p {keep} && "
+                    f"mount --bind $saved {keep} && "
+                )
+            inner = (
+                f"{remount}cd /tmp && exec setpriv --reuid={UNPRIVILEGED_UID} --regid={UNPRIVILEGED_UID} "
+                f"--clear-groups {environment} {shlex.join(python)}"
+            )
+            command = [
+                find_tool("unshare") or "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                inner,
+            ]
+        else:
+            command = ["sh", "-c", f"cd /tmp && exec {environment} {shlex.join(python)}"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
+        listener.settimeout(0.1)
+        connected = True
+        try:
+            listener.accept()[0].close()
+        except TimeoutError:
+            connected = False
+    lines = [line for line in done.stdout.splitlines() if line.startswith("OUTCOME ")]
+    assert lines, done.stderr[-2000:]
+    outcome: dict[str, object] = json.loads(lines[-1][len("OUTCOME ") :])
+    outcome["host_saw_connection"] = connected
+    outcome["survivors"] = processes_with(tag)
+    return outcome
+
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or not find_tool("setpriv"), reason="needs root and setpriv"
+)
+
+
+@needs_root
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "rlimits"])
+def test_every_level_works_for_an_unprivileged_user(level: str) -> None:
+    outcome = _run_payload(level, unprivileged=True)
+
+    assert outcome["uid"] == UNPRIVILEGED_UID and outcome["level"] == level
+    assert outcome["solve"] == ["ok", [4.0]]
+    assert outcome["jobs"]["nproc_enforced"] and outcome["jobs"]["job_pid_namespace"]  # type: ignore[index]
+    assert outcome["bomb"] == "runtime_error"  # fork() fails with EAGAIN at max_processes
+    assert outcome["escape"] == "ok" and outcome["survivors"] == []
+    if level == "rlimits":
+        assert outcome["network_blocked"] is False
+    else:
+        assert outcome["network_blocked"] is True
+        assert outcome["connect"] == "runtime_error" and outcome["host_saw_connection"] is False
+
+
+@needs_root
+def test_root_without_namespaces_polls_the_process_count() -> None:
+    outcome = _run_payload("rlimits", unprivileged=False)
+
+    assert outcome["jobs"]["nproc_enforced"] is False  # type: ignore[index]
+    assert outcome["bomb"] == "killed" and outcome["survivors"] == []
+    assert outcome["solve"] == ["ok", [4.0]]

@@ -1,0 +1,328 @@
+"""The pure part of the executor: worker reply + result channel -> Execution (no processes here)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import pytest
+
+from trex_eval.records import ExecStatus, SolveStatus
+from trex_eval.sandbox.limits import SandboxLimits
+from trex_eval.sandbox.outcome import build_execution, gurobipy_licence_failure, parse_channel
+
+NONCE = "n0nce"
+LIMITS = SandboxLimits(wall_s=10, cpu_s=4, output_bytes=1000, tail_chars=20)
+MATRIX = {
+    "sense": "max",
+    "objective_constant": 0.0,
+    "var_names": ["x"],
+    "obj": [1.0],
+    "lb": [0.0],
+    "ub": [4.0],
+    "vtype": ["C"],
+    "row_names": [],
+    "row_lower": [],
+    "row_upper": [],
+    "a_row": [],
+    "a_col": [],
+    "a_val": [],
+}
+
+
+def record(kind: str, nonce: str = NONCE, **fields: Any) -> str:
+    return json.dumps({"nonce": nonce, "kind": kind, "pid": 1, **fields})
+
+
+def solve(objective: float = 4.0, status: str = "optimal", model: dict[str, Any] | None = MATRIX) -> str:
+    return record(
+        "solve",
+        library="gurobipy",
+        status=status,
+        raw_status="OPTIMAL",
+        objective=objective,
+        sense="max",
+        num_vars=1,
+        num_constraints=0,
+        model=model,
+    )
+
+
+def end(exit_code: int = 0, error: dict[str, Any] | None = None, **fields: Any) -> str:
+    return record(
+        "end",
+        phase=fields.pop("phase", "run"),
+        exit_code=exit_code,
+        sys_exit=fields.pop("sys_exit", False),
+        error=error,
+        bindings=fields.pop("bindings", []),
+    )
+
+
+def error(error_type: str, message: str = "boom", **flags: Any) -> dict[str, Any]:
+    return {
+        "error_type": error_type,
+        "message": message,
+        "errno": flags.get("errno"),
+        "memory": flags.get("memory", False),
+        "output": flags.get("output", False),
+        "in_solve": flags.get("in_solve", False),
+    }
+
+
+def execute(*lines: str, expect: str = "solve", **reply: Any) -> Any:
+    base: dict[str, Any] = {
+        "exit_code": 0,
+        "signal": None,
+        "killed_for": None,
+        "wall_s": 0.1,
+        "cpu_s": 0.05,
+        "max_rss_kib": 2048,
+        "stdout": "",
+        "stderr": "",
+        "files": [],
+        "channel": "\n".join([record("start"), *lines]),
+    }
+    base.update(reply)
+    return build_execution(base, nonce=NONCE, limits=LIMITS, expect=expect, isolation="bwrap")
+
+
+def test_clean_solve_is_ok_with_all_fields() -> None:
+    execution = execute(
+        record("gurobipy", implementation="gurobipy 13.0.3"),
+        solve(),
+        end(),
+        stdout="x" * 50,
+        stderr="warning",
+    )
+
+    assert execution.status is ExecStatus.OK and execution.detail == ""
+    assert execution.solves[0].objective == 4.0 and execution.solves[0].model is not None
+    assert execution.solves[0].verification is None
+    assert execution.gurobi == "gurobipy 13.0.3"
+    assert execution.stdout_tail == "x" * 20 and execution.stderr_tail == "warning"
+    assert execution.max_rss_mib == 2.0 and execution.isolation == "bwrap"
+
+
+def test_records_without_the_nonce_are_ignored() -> None:
+    execution = execute(solve(), solve(objective=99.0).replace(NONCE, "forged"), "not json", end())
+
+    assert [s.objective for s in execution.solves] == [4.0]
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "words"),
+    [
+        ({"killed_for": "wall", "signal": 9, "exit_code": None}, ExecStatus.TIMEOUT, "wall-clock"),
+        ({"killed_for": "output", "signal": 9, "exit_code": None}, ExecStatus.OUTPUT_LIMIT, "1000 bytes"),
+        ({"killed_for": "processes", "signal": 9, "exit_code": None}, ExecStatus.KILLED, "processes"),
+        ({"signal": 9, "exit_code": None, "cpu_s": 3.9}, ExecStatus.TIMEOUT, "CPU"),
+        ({"signal": 9, "exit_code": None, "cpu_s": 0.2}, ExecStatus.KILLED, "SIGKILL"),
+        ({"signal": 11, "exit_code": None}, ExecStatus.KILLED, "SIGSEGV"),
+        ({"signal": 6, "exit_code": None, "stderr": "std::bad_alloc"}, ExecStatus.MEMORY_LIMIT, "allocation"),
+    ],
+)
+def test_supervision_outcomes_win_over_the_channel(
+    reply: dict[str, Any], status: ExecStatus, words: str
+) -> None:
+    execution = execute(solve(), **reply)
+
+    assert execution.status is status
+    assert words in execution.detail
+
+
+def test_compile_error_is_a_syntax_error() -> None:
+    execution = execute(
+        end(1, error("SyntaxError", "invalid syntax (program.py, line 1)"), phase="compile"), exit_code=1
+    )
+
+    assert execution.status is ExecStatus.SYNTAX_ERROR and execution.error_type == "SyntaxError"
+
+
+def test_exception_after_a_solve_fails_the_program() -> None:
+    execution = execute(solve(), end(1, error("KeyError", "'x'")), exit_code=1)
+
+    assert execution.status is ExecStatus.RUNTIME_ERROR
+    assert execution.detail == "KeyError: 'x'" and execution.solves
+
+
+@pytest.mark.parametrize(
+    ("flags", "status"),
+    [
+        ({"memory": True}, ExecStatus.MEMORY_LIMIT),
+        ({"output": True}, ExecStatus.OUTPUT_LIMIT),
+        ({"in_solve": True}, ExecStatus.SOLVER_ERROR),
+    ],
+)
+def test_exception_kinds(flags: dict[str, bool], status: ExecStatus) -> None:
+    assert execute(end(1, error("E", **flags)), exit_code=1).status is status
+
+
+def test_gurobi_size_limit_is_a_licence_error_even_when_caught() -> None:
+    failure = record(
+        "solve_error",
+        library="gurobipy",
+        error_type="GurobiError",
+        errno=10010,
+        message="Model too large for size-limited license",
+    )
+    execution = execute(failure, end())
+
+    assert execution.status is ExecStatus.LICENCE_ERROR
+    assert gurobipy_licence_failure(execution)
+
+
+def test_copt_licence_error_is_recognised() -> None:
+    failure = record(
+        "solve_error",
+        library="coptpy",
+        error_type="CoptError",
+        errno=4,
+        message="4, (LICENSE) Fail to solve problem",
+    )
+    execution = execute(failure, end(1, error("CoptError", "(LICENSE) Fail", in_solve=True)), exit_code=1)
+
+    assert execution.status is ExecStatus.LICENCE_ERROR
+    assert not gurobipy_licence_failure(execution)
+
+
+def test_licence_error_does_not_mask_a_later_successful_solve() -> None:
+    failure = record(
+        "solve_error", library="gurobipy", error_type="GurobiError", errno=10010, message="too large"
+    )
+    assert execute(failure, solve(), end()).status is ExecStatus.OK
+
+
+def test_missing_compat_layer_needs_gurobi() -> None:
+    execution = execute(
+        record("gurobipy", implementation=None, compat_missing="/nowhere"),
+        end(1, error("ModuleNotFoundError")),
+        exit_code=1,
+    )
+
+    assert execution.status is ExecStatus.NEEDS_GUROBI
+
+
+@pytest.mark.parametrize(
+    ("lines", "reply", "status", "words"),
+    [
+        ([end(3, sys_exit=True)], {"exit_code": 3}, ExecStatus.RUNTIME_ERROR, "sys.exit(3)"),
+        ([], {"exit_code": 5}, ExecStatus.RUNTIME_ERROR, "os._exit(5)"),
+        ([solve()], {}, ExecStatus.OK, "os._exit(0)"),
+        ([end(0, sys_exit=True)], {}, ExecStatus.NO_SOLVE, "without calling"),
+    ],
+)
+def test_exits(lines: list[str], reply: dict[str, Any], status: ExecStatus, words: str) -> None:
+    execution = execute(*lines, **reply)
+
+    assert execution.status is status and words in execution.detail
+
+
+def test_failed_solve_without_success_is_a_solver_error() -> None:
+    failure = record("solve_error", library="pulp", error_type="PulpSolverError", message="cbc crashed")
+    assert execute(failure, end()).status is ExecStatus.SOLVER_ERROR
+    assert execute(solve(status="error"), end()).status is ExecStatus.SOLVER_ERROR
+
+
+def test_expectations() -> None:
+    lp_file = [{"name": "model.lp", "content": "Minimize\n obj: x\nEnd\n", "size": 22}]
+
+    assert execute(end(), expect="solve").status is ExecStatus.NO_SOLVE
+    assert execute(end(), expect="model_file").status is ExecStatus.NO_SOLVE
+    assert execute(end(), expect="model_file", files=lp_file).status is ExecStatus.OK
+    assert execute(end(), expect="any").status is ExecStatus.OK
+
+
+def test_written_file_keeps_exact_bytes_digest() -> None:
+    raw = b"\\ weird \xff byte\n"
+    content = raw.decode("utf-8", "surrogateescape")
+    execution = execute(end(), expect="any", files=[{"name": "a.lp", "content": content, "size": len(raw)}])
+
+    (written,) = execution.written_files
+    assert written.sha256 == hashlib.sha256(raw).hexdigest()
+    assert written.content == raw.decode("utf-8", "replace")
+
+
+def test_inconsistent_matrix_is_dropped_with_a_reason() -> None:
+    broken = dict(MATRIX, a_row=[0], a_col=[0], a_val=[1.0])  # a row index but no rows
+    execution = execute(solve(model=broken), end())
+
+    (captured,) = execution.solves
+    assert captured.model is None
+    assert captured.verification == "skipped: matrix index out of range"
+
+
+def test_capture_note_becomes_the_skip_reason() -> None:
+    line = record(
+        "solve",
+        library="cvxpy",
+        status="optimal",
+        raw_status="optimal",
+        objective=1.0,
+        model=None,
+        note="matrix not captured: CVXPY cannot reduce the problem to an LP",
+    )
+    (captured,) = execute(line, end()).solves
+
+    assert captured.verification == "skipped: matrix not captured: CVXPY cannot reduce the problem to an LP"
+
+
+def test_unknown_status_and_junk_fields_are_sanitised() -> None:
+    line = record(
+        "solve",
+        library="x" * 500,
+        status="weird",
+        raw_status=None,
+        objective=math.inf,
+        model=None,
+        num_vars="2",
+    )
+    (captured,) = execute(line, end()).solves
+
+    assert captured.status is SolveStatus.UNKNOWN and captured.objective is None
+    assert captured.num_vars is None and len(captured.library) == 100
+
+
+def test_printed_objective_only_without_solves() -> None:
+    printed = 'noise\n{"status": 2, "optimal_value": 42.5}\n'
+
+    assert execute(end(), stdout=printed).printed_objective == 42.5
+    assert execute(solve(), end(), stdout=printed).printed_objective is None
+
+
+def test_bindings_are_validated() -> None:
+    bindings = [
+        {
+            "name": "model",
+            "library": "gurobipy",
+            "status": "optimal",
+            "raw_status": "OPTIMAL",
+            "objective": 4.0,
+            "has_optimize": True,
+            "has_objval": True,
+        },
+        "junk",
+    ]
+    execution = execute(solve(), end(bindings=bindings))
+
+    (binding,) = execution.bindings
+    assert binding.name == "model" and binding.has_objval and binding.status is SolveStatus.OPTIMAL
+
+
+def test_setup_failure_is_a_harness_error() -> None:
+    with pytest.raises(ValueError, match="could not confine"):
+        build_execution(
+            {"channel": record("setup_failed", error="PermissionError: chown"), "exit_code": 120},
+            nonce=NONCE,
+            limits=LIMITS,
+            expect="solve",
+            isolation="bwrap",
+        )
+
+
+def test_parse_channel_keeps_the_first_end() -> None:
+    report = parse_channel("\n".join([end(0), end(1)]), NONCE)
+
+    assert report.end is not None and report.end["exit_code"] == 0

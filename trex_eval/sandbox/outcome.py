@@ -1,0 +1,380 @@
+"""Turn a worker's raw reply into an :class:`~trex_eval.records.Execution`. Pure: no I/O.
+
+Everything in the reply except the supervision fields (exit status, signal, timings, what the
+worker killed the program for) was produced inside the sandbox and is treated as untrusted:
+result-channel lines without the job's nonce are ignored, and every record is validated.
+
+Status precedence (first match wins):
+
+1. the worker killed the program: wall clock -> ``timeout``, output size -> ``output_limit``,
+   process count -> ``killed``; death by SIGKILL with at least 75% of the CPU limit used
+   -> ``timeout`` (the kernel enforces ``RLIMIT_CPU`` with SIGKILL);
+2. the program did not compile -> ``syntax_error``;
+3. a licence failure was seen (gurobipy errno 10009/10010, COPT licence error) and no solve
+   succeeded -> ``licence_error``; ``import gurobipy`` found no compat layer -> ``needs_gurobi``;
+4. an exception escaped the program: ``MemoryError`` -> ``memory_limit``; EFBIG/ENOSPC/EDQUOT
+   -> ``output_limit``; raised inside a solver call -> ``solver_error``; else ``runtime_error``
+   (an exception after a successful solve still fails the program);
+5. ``sys.exit(n)``/``os._exit(n)`` with ``n != 0`` -> ``runtime_error``; death by another signal
+   -> ``killed`` (``memory_limit`` when stderr shows an allocation failure);
+6. a clean exit: a failed solve call and no successful one, or a last solve with status
+   ``error`` -> ``solver_error``; ``expect="solve"`` without a solve, or ``"model_file"``
+   without a collected file -> ``no_solve``; else ``ok``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..records import (
+    ExecStatus,
+    Execution,
+    LinearModel,
+    ModelBinding,
+    SolveRecord,
+    SolveStatus,
+    WrittenFile,
+    finite_or_none,
+)
+from .limits import SandboxLimits
+from .printed import printed_objective
+
+GUROBI_LICENCE_ERRNOS = frozenset({10009, 10010})
+COPT_LICENCE_RETCODE = 4
+CPU_LIMIT_FRACTION = 0.75
+_ALLOCATION_FAILURE = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory")
+
+
+@dataclass
+class ChannelReport:
+    """The nonce-checked records of one job's result channel, by kind."""
+
+    started: bool = False
+    setup_error: str | None = None
+    solves: list[dict[str, Any]] = field(default_factory=list)
+    solve_errors: list[dict[str, Any]] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    gurobi: str | None = None
+    compat_missing: bool = False
+    notes: list[str] = field(default_factory=list)
+    end: dict[str, Any] | None = None
+
+
+def parse_channel(text: str, nonce: str) -> ChannelReport:
+    """Collect the records carrying ``nonce`` (malformed or foreign lines are skipped)."""
+    report = ChannelReport()
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(record, dict) or record.get("nonce") != nonce:
+            continue
+        kind = record.get("kind")
+        if kind == "start":
+            report.started = True
+        elif kind == "setup_failed":
+            report.setup_error = str(record.get("error"))
+        elif kind == "solve":
+            report.solves.append(record)
+        elif kind == "solve_error":
+            report.solve_errors.append(record)
+        elif kind == "model_written":
+            report.written.append(str(record.get("path")))
+        elif kind == "gurobipy":
+            if record.get("compat_missing"):
+                report.compat_missing = True
+            elif isinstance(record.get("implementation"), str):
+                report.gurobi = record["implementation"]
+        elif kind == "note":
+            report.notes.append(str(record.get("message")))
+        elif kind == "end" and report.end is None:
+            report.end = record
+    return report
+
+
+def is_licence_failure(library: object, error_type: object, errno: object, message: object) -> bool:
+    """True for gurobipy's "no/expired licence" and "size limit" errors and COPT's licence error."""
+    text = str(message or "")
+    if library == "gurobipy" or error_type == "GurobiError":
+        return errno in GUROBI_LICENCE_ERRNOS
+    if library == "coptpy" or error_type == "CoptError":
+        return errno == COPT_LICENCE_RETCODE or "(LICENSE)" in text
+    return False
+
+
+def gurobipy_licence_failure(execution: Execution) -> bool:
+    """True when ``execution`` failed because of gurobipy's licence (expired or size limit)."""
+    return execution.status is ExecStatus.LICENCE_ERROR and (
+        execution.error_type == "GurobiError" or execution.detail.startswith(("gurobipy: ", "GurobiError: "))
+    )
+
+
+def _linear_model(data: object) -> tuple[LinearModel | None, str | None]:
+    """A validated, internally consistent matrix, or None and why not."""
+    if data is None:
+        return None, None
+    try:
+        model = LinearModel.model_validate(data)
+    except ValidationError as error:
+        return None, f"malformed matrix ({error.error_count()} validation errors)"
+    n, m = model.num_vars, model.num_rows
+    columns = (len(model.obj), len(model.lb), len(model.ub), len(model.vtype))
+    rows = (len(model.row_lower), len(model.row_upper))
+    entries = {len(model.a_row), len(model.a_col), len(model.a_val)}
+    if set(columns) != {n} or set(rows) != {m} or len(entries) != 1:
+        return None, "inconsistent matrix dimensions"
+    if any(not 0 <= i < m for i in model.a_row) or any(not 0 <= j < n for j in model.a_col):
+        return None, "matrix index out of range"
+    if any(not (0 <= i < n and 0 <= j < n) for i, j, _ in model.q_obj):
+        return None, "quadratic objective index out of range"
+    return model, None
+
+
+def _solve_record(raw: dict[str, Any]) -> SolveRecord | None:
+    model, problem = _linear_model(raw.get("model"))
+    note = problem or raw.get("note")
+    try:
+        status = SolveStatus(raw.get("status"))
+    except ValueError:
+        status = SolveStatus.UNKNOWN
+    objective = raw.get("objective")
+    try:
+        return SolveRecord(
+            library=str(raw.get("library"))[:100],
+            status=status,
+            raw_status=str(raw.get("raw_status") or "")[:200],
+            objective=finite_or_none(objective) if isinstance(objective, (int, float)) else None,
+            sense=raw.get("sense") if raw.get("sense") in ("min", "max") else None,
+            num_vars=raw.get("num_vars") if isinstance(raw.get("num_vars"), int) else None,
+            num_constraints=raw.get("num_constraints")
+            if isinstance(raw.get("num_constraints"), int)
+            else None,
+            model=model,
+            verification=None if model is not None else f"skipped: {note or 'no matrix captured'}"[:300],
+        )
+    except ValidationError:
+        return None
+
+
+def _bindings(raw: object) -> tuple[ModelBinding, ...]:
+    found = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        try:
+            status = SolveStatus(item["status"]) if item.get("status") else None
+        except ValueError:
+            status = SolveStatus.UNKNOWN
+        objective = item.get("objective")
+        try:
+            found.append(
+                ModelBinding(
+                    name=str(item.get("name"))[:200],
+                    library=str(item.get("library"))[:200],
+                    has_optimize=bool(item.get("has_optimize")),
+                    has_objval=bool(item.get("has_objval")),
+                    status=status,
+                    raw_status=None if item.get("raw_status") is None else str(item["raw_status"])[:200],
+                    objective=finite_or_none(objective) if isinstance(objective, (int, float)) else None,
+                )
+            )
+        except ValidationError:
+            continue
+    return tuple(found)
+
+
+def _written_files(raw: object) -> tuple[WrittenFile, ...]:
+    files = []
+    for item in raw if isinstance(raw, list) else []:
+        data = str(item.get("content", "")).encode("utf-8", "surrogateescape")
+        files.append(
+            WrittenFile(
+                name=str(item.get("name")),
+                content=data.decode("utf-8", "replace"),
+                sha256=hashlib.sha256(data).hexdigest(),
+            )
+        )
+    return tuple(files)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _tail(text: str, chars: int) -> str:
+    return text[-chars:] if chars else ""
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    status: ExecStatus
+    detail: str
+    error_type: str | None = None
+
+
+def _licence_failures(report: ChannelReport, error: dict[str, Any] | None) -> list[str]:
+    found = [
+        f"{item.get('library')}: {item.get('message')}"
+        for item in report.solve_errors
+        if is_licence_failure(
+            item.get("library"), item.get("error_type"), item.get("errno"), item.get("message")
+        )
+    ]
+    if error and is_licence_failure(None, error.get("error_type"), error.get("errno"), error.get("message")):
+        found.append(f"{error.get('error_type')}: {error.get('message')}")
+    return found
+
+
+def _solved(solves: Iterable[SolveRecord]) -> bool:
+    return any(solve.status is not SolveStatus.ERROR for solve in solves)
+
+
+def _classify(
+    reply: dict[str, Any],
+    report: ChannelReport,
+    solves: tuple[SolveRecord, ...],
+    files: tuple[WrittenFile, ...],
+    limits: SandboxLimits,
+    expect: str,
+) -> _Verdict:
+    killed_for = reply.get("killed_for")
+    number = reply.get("signal")
+    exit_code = reply.get("exit_code")
+    if killed_for == "wall":
+        return _Verdict(ExecStatus.TIMEOUT, f"wall-clock limit of {limits.wall_s:g} s exceeded")
+    if killed_for == "output":
+        return _Verdict(ExecStatus.OUTPUT_LIMIT, f"output exceeded {limits.output_bytes} bytes")
+    if killed_for == "processes":
+        return _Verdict(ExecStatus.KILLED, f"more than {limits.max_processes} processes")
+    if number == signal.SIGXCPU or (number == signal.SIGKILL and _near_cpu_limit(reply.get("cpu_s"), limits)):
+        return _Verdict(ExecStatus.TIMEOUT, f"CPU time limit of {limits.cpu_s:g} s exceeded")
+    end = report.end
+    error = end.get("error") if end else None
+    error = error if isinstance(error, dict) else None
+    if end and end.get("phase") == "compile":
+        return _Verdict(ExecStatus.SYNTAX_ERROR, _error_text(error), _error_type(error))
+    licence = _licence_failures(report, error)
+    if licence and not _solved(solves):
+        return _Verdict(ExecStatus.LICENCE_ERROR, licence[-1][:500], _error_type(error))
+    if report.compat_missing and not _solved(solves):
+        return _Verdict(
+            ExecStatus.NEEDS_GUROBI, "gurobipy compat layer requested but not installed", _error_type(error)
+        )
+    if error:
+        error_type = _error_type(error)
+        if error.get("memory"):
+            return _Verdict(ExecStatus.MEMORY_LIMIT, _error_text(error), error_type)
+        if error.get("output"):
+            return _Verdict(ExecStatus.OUTPUT_LIMIT, _error_text(error), error_type)
+        if error.get("in_solve"):
+            return _Verdict(ExecStatus.SOLVER_ERROR, _error_text(error), error_type)
+        return _Verdict(ExecStatus.RUNTIME_ERROR, _error_text(error), error_type)
+    if number is not None and end is None:
+        stderr = str(reply.get("stderr", ""))[-4000:]
+        if number == signal.SIGXFSZ:
+            return _Verdict(
+                ExecStatus.OUTPUT_LIMIT, f"file size limit of {limits.file_size_mib} MiB exceeded"
+            )
+        if any(marker in stderr for marker in _ALLOCATION_FAILURE):
+            return _Verdict(
+                ExecStatus.MEMORY_LIMIT, f"killed by {_signal_name(number)} after an allocation failure"
+            )
+        return _Verdict(ExecStatus.KILLED, f"killed by {_signal_name(number)}")
+    if isinstance(exit_code, int) and exit_code != 0:
+        how = "sys.exit" if end and end.get("sys_exit") else "os._exit"
+        return _Verdict(ExecStatus.RUNTIME_ERROR, f"{how}({exit_code})")
+    clean = "" if end else "left through os._exit(0): results after the last solve are lost"
+    failed_solves = [item for item in report.solve_errors if item.get("library")]
+    if (failed_solves and not _solved(solves)) or (solves and solves[-1].status is SolveStatus.ERROR):
+        last = failed_solves[-1] if failed_solves else {}
+        message = last.get("message", solves[-1].raw_status if solves else "")
+        return _Verdict(
+            ExecStatus.SOLVER_ERROR,
+            f"{last.get('error_type', 'solver')}: {message}"[:500],
+            last.get("error_type"),
+        )
+    if expect == "solve" and not solves:
+        return _Verdict(
+            ExecStatus.NO_SOLVE, "the program exited without calling a hooked solver" + _and(clean)
+        )
+    if expect == "model_file" and not files:
+        return _Verdict(
+            ExecStatus.NO_SOLVE, "the program wrote no model file" + _written_hint(report) + _and(clean)
+        )
+    return _Verdict(ExecStatus.OK, clean)
+
+
+def _near_cpu_limit(cpu_s: object, limits: SandboxLimits) -> bool:
+    """Whether a SIGKILL the worker did not send is the kernel's CPU limit: rusage times are
+    sampled, so a process killed at its ``RLIMIT_CPU`` can report less (8% less measured under load)."""
+    return isinstance(cpu_s, float) and cpu_s >= CPU_LIMIT_FRACTION * math.ceil(limits.cpu_s)
+
+
+def _and(text: str) -> str:
+    return f"; {text}" if text else ""
+
+
+def _written_hint(report: ChannelReport) -> str:
+    return f" in its working directory (it wrote {', '.join(report.written[:3])})" if report.written else ""
+
+
+def _error_type(error: dict[str, Any] | None) -> str | None:
+    return str(error.get("error_type"))[:200] if error else None
+
+
+def _error_text(error: dict[str, Any] | None) -> str:
+    if not error:
+        return ""
+    return f"{error.get('error_type')}: {str(error.get('message', ''))[-500:]}"
+
+
+def build_execution(
+    reply: dict[str, Any], *, nonce: str, limits: SandboxLimits, expect: str, isolation: str
+) -> Execution:
+    """The :class:`Execution` for one worker reply (verification is done separately).
+
+    Raises:
+        ValueError: the job's confinement failed before the program ran (a harness problem:
+            the caller turns it into :class:`~trex_eval.errors.SandboxError`).
+    """
+    report = parse_channel(str(reply.get("channel", "")), nonce)
+    if report.setup_error is not None and not report.started:
+        raise ValueError(f"the sandbox could not confine the job: {report.setup_error}")
+    solves = tuple(record for raw in report.solves if (record := _solve_record(raw)) is not None)
+    files = _written_files(reply.get("files"))
+    verdict = _classify(reply, report, solves, files, limits, expect)
+    stdout = str(reply.get("stdout", ""))
+    end = report.end or {}
+    max_rss = reply.get("max_rss_kib")
+    notes = "; ".join(report.notes[:3])
+    return Execution(
+        status=verdict.status,
+        detail=f"{verdict.detail}; {notes}" if verdict.detail and notes else verdict.detail or notes,
+        error_type=verdict.error_type,
+        exit_code=reply.get("exit_code"),
+        signal=reply.get("signal"),
+        solves=solves,
+        written_files=files,
+        printed_objective=None if solves else printed_objective(stdout),
+        stdout_tail=_tail(stdout, limits.tail_chars),
+        stderr_tail=_tail(str(reply.get("stderr", "")), limits.tail_chars),
+        wall_s=float(reply.get("wall_s", 0.0)),
+        cpu_s=reply.get("cpu_s"),
+        max_rss_mib=None if max_rss is None else max_rss / 1024.0,
+        isolation=isolation,
+        gurobi=report.gurobi,
+        bindings=_bindings(end.get("bindings")),
+        called_sys_exit=bool(end.get("sys_exit")),
+    )

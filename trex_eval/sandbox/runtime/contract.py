@@ -1,0 +1,37 @@
+"""Names the harness and the sandbox runtime must agree on (imported by both sides)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WORKDIR_TOKEN = "@@TREX_WORKDIR@@"
+"""Replaced in a program's text by the absolute working directory just before it runs."""
+
+PROGRAM_FILE = "program.py"
+"""File name of the program inside its working directory (its ``__file__``)."""
+
+
+@dataclass
+class WorkerConfig:
+    """Start-up settings sent by the harness (see ``trex_eval.sandbox.pool``).
+
+    Attributes:
+        preload: modules to import before serving.
+        scratch: directory for the jobs' working and temporary directories.
+        wipe: directories emptied after every job (the private ``/tmp``, ``/dev/shm``).
+        job_uid: unprivileged uid to run jobs under (only honoured as root, and only if it can
+            read the interpreter).
+        parent_pid: when set, die with that parent (no other mechanism does it at this level).
+        allow_user_namespace: may create a user namespace to get per-job PID namespaces.
+        compat_root: directory holding the compat ``gurobipy`` package.
+        job_env: the environment of every program (``HOME``/``TMPDIR``/``PWD`` added per job).
+    """
+
+    preload: list[str]
+    scratch: str
+    wipe: list[str] = field(default_factory=list)
+    job_uid: int | None = None
+    parent_pid: int | None = None
+    allow_user_namespace: bool = True
+    compat_root: str = ""
+    job_env: dict[str, str] = field(default_factory=dict)

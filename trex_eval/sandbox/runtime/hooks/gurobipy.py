@@ -1,0 +1,174 @@
+"""Hook for gurobipy (the real library and the licence-free compat layer alike).
+
+Wraps ``Model.optimize`` (forces ``Threads=1``, records status, objective and the matrix read
+after the solve) and ``Model.write`` (records the path). ``Model.__init__`` is wrapped only to
+notice licence failures a program might catch and hide. The matrix is read through the public
+API subset the compat layer implements too: ``getVars``, ``getConstrs``, ``getRow``,
+``getObjective``, variable/constraint attributes and model counts.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from types import ModuleType
+from typing import Any
+
+from .. import capture as c
+
+MODULE = "gurobipy"
+LIBRARY = "gurobipy"
+LICENCE_ERRNOS = (10009, 10010)
+"""GurobiError codes for "no/expired licence" and "model too large for the size-limited licence"."""
+
+_STATUS = {
+    1: ("LOADED", c.NOT_SOLVED),
+    2: ("OPTIMAL", c.OPTIMAL),
+    3: ("INFEASIBLE", c.INFEASIBLE),
+    4: ("INF_OR_UNBD", c.INF_OR_UNBD),
+    5: ("UNBOUNDED", c.UNBOUNDED),
+    6: ("CUTOFF", c.NOT_SOLVED),
+    7: ("ITERATION_LIMIT", c.INTERRUPTED),
+    8: ("NODE_LIMIT", c.INTERRUPTED),
+    9: ("TIME_LIMIT", c.TIME_LIMIT),
+    10: ("SOLUTION_LIMIT", c.INTERRUPTED),
+    11: ("INTERRUPTED", c.INTERRUPTED),
+    12: ("NUMERIC", c.NUMERIC),
+    13: ("SUBOPTIMAL", c.SUBOPTIMAL),
+    14: ("INPROGRESS", c.UNKNOWN),
+    15: ("USER_OBJ_LIMIT", c.INTERRUPTED),
+    16: ("WORK_LIMIT", c.TIME_LIMIT),
+    17: ("MEM_LIMIT", c.INTERRUPTED),
+    18: ("LOCALLY_OPTIMAL", c.FEASIBLE),
+    19: ("LOCALLY_INFEASIBLE", c.UNKNOWN),
+}
+_HAS_SOLUTION = (c.OPTIMAL, c.SUBOPTIMAL, c.TIME_LIMIT, c.INTERRUPTED, c.FEASIBLE)
+GRB_INFINITY = 1e100
+
+
+def status_of(model: Any) -> tuple[str, str]:
+    """(normalised status, raw status name) of a gurobipy model."""
+    code = int(model.Status)
+    name, status = _STATUS.get(code, (str(code), c.UNKNOWN))
+    return status, name
+
+
+def objective_of(model: Any, status: str) -> float | None:
+    if status not in _HAS_SOLUTION:
+        return None
+    try:
+        return c.finite_or_none(model.ObjVal)
+    except Exception:
+        return None
+
+
+def capture_matrix(model: Any) -> dict[str, Any]:
+    """The model in matrix form, read through the public API subset (see module docstring)."""
+    builder = c.LinearModelBuilder("max" if int(model.ModelSense) == -1 else "min", infinity=GRB_INFINITY)
+    variables = list(model.getVars())
+    by_identity = c.identity_index(variables)
+    by_name: dict[str, int] | None = None
+    for var in variables:
+        builder.add_var(var.VarName, obj=var.Obj, lb=var.LB, ub=var.UB, vtype=str(var.VType))
+
+    def position(var: Any) -> int:
+        nonlocal by_name
+        found = by_identity.get(id(var))
+        if found is not None:
+            return found
+        if by_name is None:
+            by_name = {name: i for i, name in enumerate(builder.var_names)}
+            if len(by_name) != len(builder.var_names):
+                raise c.CaptureError("matrix not captured: duplicate variable names")
+        return by_name[var.VarName]
+
+    for constr in model.getConstrs():
+        row = model.getRow(constr)
+        entries = [(position(row.getVar(i)), row.getCoeff(i)) for i in range(row.size())]
+        builder.add_sense_row(
+            constr.ConstrName, sense=str(constr.Sense), rhs=float(constr.RHS), entries=entries
+        )
+    builder.objective_constant = float(model.ObjCon)
+    objective = model.getObjective()
+    if hasattr(objective, "getVar1"):
+        for i in range(objective.size()):
+            builder.q_obj.append(
+                (position(objective.getVar1(i)), position(objective.getVar2(i)), float(objective.getCoeff(i)))
+            )
+    builder.n_quadratic_constraints = int(model.NumQConstrs)
+    builder.n_general_constraints = int(model.NumGenConstrs)
+    builder.n_sos = int(model.NumSOS)
+    return builder.build()
+
+
+def _prepare(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    model = args[0]
+    try:
+        if int(model.Params.Threads) != 1:
+            model.Params.Threads = 1
+    except Exception:
+        pass
+    return None
+
+
+def _report(prepared: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> dict[str, Any]:
+    model = args[0]
+    status, raw = status_of(model)
+    fields: dict[str, Any] = {
+        "status": status,
+        "raw_status": raw,
+        "objective": objective_of(model, status),
+        "sense": "max" if int(model.ModelSense) == -1 else "min",
+        "num_vars": int(model.NumVars),
+        "num_constraints": int(model.NumConstrs),
+    }
+    fields.update(c.capture_model(lambda: capture_matrix(model)))
+    return fields
+
+
+def _is_licence_error(error: BaseException) -> bool:
+    return type(error).__name__ == "GurobiError" and getattr(error, "errno", None) in LICENCE_ERRNOS
+
+
+def _watch_licence(original: Any) -> Any:
+    @functools.wraps(original)
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(*args, **kwargs)
+        except Exception as error:
+            if _is_licence_error(error):
+                c.RECORDER.solve_error(LIBRARY, error)
+            raise
+
+    return watched
+
+
+def _record_write(original: Any) -> Any:
+    @functools.wraps(original)
+    def write(self: Any, filename: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, filename, *args, **kwargs)
+        c.RECORDER.emit("model_written", {"library": LIBRARY, "path": str(filename)})
+        return result
+
+    return write
+
+
+def install(module: ModuleType) -> None:
+    model_class = module.Model
+    if c.is_hooked(model_class.__dict__.get("optimize")):
+        return
+    model_class.optimize = c.wrap_solve(LIBRARY, model_class.optimize, _prepare, _report)
+    model_class.write = _record_write(model_class.write)
+    model_class.__init__ = _watch_licence(model_class.__init__)
+
+
+def read_binding(obj: Any) -> dict[str, Any] | None:
+    """Status and objective of a gurobipy model object, or None if ``obj`` is not one."""
+    module = sys.modules.get(MODULE)
+    if module is None or not isinstance(obj, module.Model):
+        return None
+    try:
+        status, raw = status_of(obj)
+    except Exception as error:
+        return {"library": LIBRARY, "status": None, "raw_status": f"error: {error}"[:200], "objective": None}
+    return {"library": LIBRARY, "status": status, "raw_status": raw, "objective": objective_of(obj, status)}

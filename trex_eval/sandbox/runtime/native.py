@@ -1,0 +1,90 @@
+"""Linux system calls that Python 3.10/3.11's ``os`` module lacks, called through ctypes.
+
+Every function raises :class:`OSError` (with ``errno`` set) when the kernel refuses; callers
+decide whether a refusal means "fall back" or "broken".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+# capset(2) has no glibc wrapper; the raw syscall number is per architecture.
+_SYS_CAPSET = {"x86_64": 126, "aarch64": 91, "ppc64le": 184, "s390x": 185}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def unshare(flags: int) -> None:
+    """``unshare(2)``: detach the given namespaces (``CLONE_*`` flags)."""
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def setns(fd: int, nstype: int) -> None:
+    """``setns(2)``: join the namespace open at ``fd`` (for a PID namespace: for children)."""
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns")
+
+
+def prctl(option: int, arg: int = 0) -> None:
+    """``prctl(2)`` with one integer argument."""
+    _check(
+        _libc.prctl(
+            ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        ),
+        "prctl",
+    )
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_capabilities() -> None:
+    """Clear the effective, permitted and inheritable capability sets of this thread.
+
+    Raises OSError on an architecture whose capset syscall number is not known here.
+    """
+    number = _SYS_CAPSET.get(platform.machine())
+    if number is None:
+        raise OSError(0, f"capset: unknown syscall number on {platform.machine()}")
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(_libc.syscall(ctypes.c_long(number), ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def write_id_maps(uid: int, gid: int) -> None:
+    """Map ``uid``/``gid`` of the parent user namespace to themselves in a fresh one.
+
+    Call right after ``unshare(CLONE_NEWUSER)``; an unprivileged process may map only its own ids,
+    and must deny ``setgroups`` before writing the gid map.
+    """
+    with open("/proc/self/uid_map", "w") as handle:
+        handle.write(f"{uid} {uid} 1\n")
+    with open("/proc/self/setgroups", "w") as handle:
+        handle.write("deny\n")
+    with open("/proc/self/gid_map", "w") as handle:
+        handle.write(f"{gid} {gid} 1\n")
