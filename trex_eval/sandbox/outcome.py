@@ -237,6 +237,24 @@ def _licence_failures(report: ChannelReport, error: dict[str, Any] | None) -> li
     return found
 
 
+# Raised by the licence-free gurobipy layer for models only real Gurobi can solve (non-convex
+# quadratic, quadratic constraints, SOS, general constraints) or APIs it does not implement; the
+# program is then neither right nor wrong (docs/gurobipy-compat.md).
+NEEDS_GUROBI_ERRORS = frozenset({"NeedsGurobiError", "CompatNotImplementedError"})
+
+
+def _needs_gurobi(report: ChannelReport, error: dict[str, Any] | None) -> str | None:
+    """The compat layer's message when it refused a model or an API, else None."""
+    found = [
+        f"{item.get('error_type')}: {item.get('message')}"
+        for item in report.solve_errors
+        if item.get("error_type") in NEEDS_GUROBI_ERRORS
+    ]
+    if error and error.get("error_type") in NEEDS_GUROBI_ERRORS:
+        found.append(f"{error.get('error_type')}: {error.get('message')}")
+    return found[-1][:500] if found else None
+
+
 def _solved(solves: Iterable[SolveRecord]) -> bool:
     return any(solve.status is not SolveStatus.ERROR for solve in solves)
 
@@ -268,6 +286,9 @@ def _classify(
     licence = _licence_failures(report, error)
     if licence and not _solved(solves):
         return _Verdict(ExecStatus.LICENCE_ERROR, licence[-1][:500], _error_type(error))
+    refused = _needs_gurobi(report, error)
+    if refused and not _solved(solves):
+        return _Verdict(ExecStatus.NEEDS_GUROBI, refused, _error_type(error))
     if report.compat_missing and not _solved(solves):
         return _Verdict(
             ExecStatus.NEEDS_GUROBI, "gurobipy compat layer requested but not installed", _error_type(error)

@@ -15,7 +15,7 @@ Agreement ("match"):
 Anything else is a "mismatch". Models that are not linear (quadratic, SOS, general constraints),
 statuses without a claim (time limits, errors) and HiGHS failures give "skipped: <why>".
 HiGHS's verdicts on small models are remembered (LRU, 1024 models): samples of one problem often
-produce the same matrix. The harness process imports highspy, which prints its banner once.
+produce the same matrix. The harness process imports highspy (its banner is kept off stdout).
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ from __future__ import annotations
 import functools
 import importlib
 import math
+import os
+import sys
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +94,33 @@ _HIGHS_STATUS = {
 _VTYPE = {"C": 0, "I": 1, "B": 1, "S": 2, "N": 3}
 
 
+_BANNER_LOCK = threading.Lock()
+_banner_shown = False
+
+
+def _new_highs() -> Any:
+    """A ``highspy.Highs``; the first one in the process is made with file descriptor 1 pointed at
+    /dev/null, because HiGHS prints its copyright banner to stdout from C++ once per process, which
+    would land in the middle of the harness's own output (summaries are piped into files)."""
+    global _banner_shown
+    highspy = importlib.import_module("highspy")
+    with _BANNER_LOCK:
+        if _banner_shown:
+            return highspy.Highs()
+        sys.stdout.flush()
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            highs = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+        _banner_shown = True
+        return highs
+
+
 def resolve_with_highs(model: LinearModel, *, time_limit_s: float = 10.0) -> Resolve:
     """Solve ``model`` with HiGHS (one thread, relative MIP gap 1e-6, ``time_limit_s`` seconds)."""
     if model.num_vars == 0:
@@ -98,8 +129,8 @@ def resolve_with_highs(model: LinearModel, *, time_limit_s: float = 10.0) -> Res
         if feasible:
             return Resolve(SolveStatus.OPTIMAL, model.objective_constant, "empty model")
         return Resolve(SolveStatus.INFEASIBLE, None, "empty model")
+    highs = _new_highs()
     highspy = importlib.import_module("highspy")
-    highs = highspy.Highs()
     for option, value in (
         ("output_flag", False),
         ("threads", 1),
