@@ -105,7 +105,8 @@ def main() -> None:
         run_dir = args.run or _reference_run(data_dir, scratch)
         timings = asyncio.run(_measure(run_dir, data_dir, scratch))
     print(
-        f"{'benchmark':<14} {'samples':>7} {'harness median ms':>18} {'harness p95 ms':>15} {'grade median ms':>16}"
+        f"{'benchmark':<14} {'samples':>7} {'harness median ms':>18} {'harness p95 ms':>15} "
+        f"{'grade median ms':>16}"
     )
     everything: list[float] = []
     for name, parts in sorted(timings.items()):

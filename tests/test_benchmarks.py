@@ -235,7 +235,8 @@ def test_bad_rows_are_reported_per_row(tmp_path: Path) -> None:
     )
     path = _write(
         tmp_path,
-        "name: mine\ntitle: Mine\nsource:\n  path: rows.jsonl\nfields:\n  id: id\n  question: q\n  answer: ans\n"
+        "name: mine\ntitle: Mine\nsource:\n  path: rows.jsonl\n"
+        "fields:\n  id: id\n  question: q\n  answer: ans\n"
         "grader:\n  kind: objective\n  rule: strict\n  compat_rule: trex-compat\nprompt:\n  task: solve\n",
     )
     bench = load_benchmark(str(path), data_dir=None)

@@ -230,12 +230,15 @@ def test_validate_reports_rows_rules_and_prompt() -> None:
     assert report.notes == ()
 
 
-def test_validate_notes_a_row_count_mismatch(tmp_path: Path) -> None:
+def test_validate_notes_a_row_count_mismatch_and_a_shipped_name(tmp_path: Path) -> None:
     text = (EXAMPLE / "benchmark.yaml").read_text().replace("rows: 10", "rows: 12")
     text = text.replace("path: problems.jsonl", f"path: {EXAMPLE / 'problems.jsonl'}")
-    (tmp_path / "b.yaml").write_text(text)
+    (tmp_path / "b.yaml").write_text(text.replace("name: or-word-problems", "name: nl4opt"))
     report = userbench.validate(str(tmp_path / "b.yaml"), data_dir=None)
-    assert report.notes == ("source.rows says 12 rows, 10 are usable",)
+    assert report.notes == (
+        "source.rows says 12 rows, 10 are usable",
+        "'nl4opt' is also a shipped benchmark's name: results would not tell them apart",
+    )
 
 
 @pytest.mark.parametrize(
@@ -289,7 +292,9 @@ def test_register_under_another_name_and_replace(config_dir: Path) -> None:
     assert first.changes[0] == "name: or-word-problems-messy -> mine"
     with pytest.raises(BenchmarkError, match="'mine' is already registered"):
         userbench.register(report, name="mine")
+    digest = load_benchmark("mine", data_dir=None).sha256
     assert userbench.register(report, name="mine", replace=True).replaced
+    assert load_benchmark("mine", data_dir=None).sha256 == digest  # same file, same data: same digest
     assert userbench.unregister("mine") == first.path and not first.path.exists()
     with pytest.raises(BenchmarkError, match="no registered benchmark named 'mine'"):
         userbench.unregister("mine")

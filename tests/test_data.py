@@ -124,7 +124,7 @@ def test_interrupted_download_keeps_previous_copy(tmp_path: Path, archive: bytes
     before = hashlib.sha256(marker.read_bytes()).hexdigest()
     with (
         _Server(archive, cut_at=len(archive) // 3) as server,
-        pytest.raises(DataError, match="cut short|cannot download"),
+        pytest.raises(DataError, match=r"cut short|cannot download"),
     ):
         data.pull(dest, url=server.url, force=True)
     assert hashlib.sha256(marker.read_bytes()).hexdigest() == before

@@ -9,7 +9,15 @@ import pytest
 
 from trex_eval.benchmark import Benchmark, load_benchmark
 from trex_eval.errors import ConfigError
-from trex_eval.fewshot import PoolItem, SelectionPolicy, bm25_scores, retrieval_text, select, stable_int
+from trex_eval.fewshot import (
+    FewShotPool,
+    PoolItem,
+    SelectionPolicy,
+    bm25_scores,
+    retrieval_text,
+    select,
+    stable_int,
+)
 from trex_eval.prompting import PromptRenderer
 from trex_eval.records import StructureReference
 
@@ -23,10 +31,10 @@ def orgeval(data_dir: Path) -> Benchmark:
     return load_benchmark("b4o-orgeval", data_dir=data_dir)
 
 
-def _result_pool(bench: Benchmark) -> list[PoolItem]:
+def _result_pool(bench: Benchmark) -> FewShotPool:
     """Every item solved, as in the reference's 'all-solved result pool' measurement."""
     renderer = PromptRenderer(bench, "t-rex")
-    return [
+    return FewShotPool(
         PoolItem(
             p.id,
             p.question,
@@ -36,7 +44,7 @@ def _result_pool(bench: Benchmark) -> list[PoolItem]:
             p.twin_group,
         )
         for p in bench.problems
-    ]
+    )
 
 
 def _same_lp(bench: Benchmark) -> dict[str, str]:
@@ -76,7 +84,7 @@ def test_default_policy_never_shows_a_twin(orgeval: Benchmark, strategy: str) ->
 
 def test_near_duplicates_are_excluded(data_dir: Path) -> None:
     bench = load_benchmark("optibench", data_dir=data_dir)
-    pool = [PoolItem(p.id, p.question, p.question, p.question, "x") for p in bench.problems]
+    pool = FewShotPool([PoolItem(p.id, p.question, p.question, p.question, "x") for p in bench.problems])
     from trex_eval.fewshot import jaccard
 
     leaks = 0
@@ -90,11 +98,11 @@ def test_near_duplicates_are_excluded(data_dir: Path) -> None:
 
 def test_bm25_matches_hand_computation() -> None:
     docs = ["apple banana", "apple apple cherry", "durian"]
-    # N=3; 'apple' df=2 -> idf = ln(1 + 1.5/2.5); avgdl = 5/3
+    # N=3; 'apple' df=2 -> idf = ln(1 + 1.5/2.5); document lengths 2, 3, 1 -> avgdl = 2
     import math
 
     idf = math.log(1 + 1.5 / 2.5)
-    avgdl = 5 / 3
+    avgdl = 2.0
     expected0 = idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / avgdl))
     expected1 = idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / avgdl))
     scores = bm25_scores("apple", docs)
@@ -102,6 +110,6 @@ def test_bm25_matches_hand_computation() -> None:
 
 
 def test_too_few_examples() -> None:
-    pool = [PoolItem("1", "q one", "q one", "u", "a")]
+    pool = FewShotPool([PoolItem("1", "q one", "q one", "u", "a")])
     with pytest.raises(ConfigError, match="only 0 eligible"):
         select("1", "q one", twin_group=None, pool=pool, policy=SelectionPolicy(k=1))

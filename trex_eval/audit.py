@@ -29,7 +29,9 @@ CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "r
 
 def known_issues() -> dict[str, dict[str, str]]:
     """Documented data defects (``benchmarks/notes/known-issues.yaml``): benchmark -> id -> explanation."""
-    raw = yaml.safe_load((assets.benchmarks_dir() / "notes" / "known-issues.yaml").read_text(encoding="utf-8"))
+    raw = yaml.safe_load(
+        (assets.benchmarks_dir() / "notes" / "known-issues.yaml").read_text(encoding="utf-8")
+    )
     return {bench: {str(k): str(v) for k, v in items.items()} for bench, items in (raw or {}).items()}
 
 

@@ -2,7 +2,7 @@
 
 A benchmark YAML names its source file, how fields map onto a :class:`~trex_eval.records.Problem`,
 the grader kind and default rule, and its prompts. It holds no code: graders, rules and
-extractors are referred to by registered name. See ``docs/benchmarks.md`` for the schema.
+extractors are referred to by registered name. See ``docs/byo-benchmark.md`` for the schema.
 
 Errors in a YAML file are reported with file, line and field. Errors in data rows are collected
 per row (``Benchmark.row_errors``); with ``strict=True`` (the shipped benchmarks) any row error or
@@ -229,7 +229,7 @@ def load_spec(path: Path) -> BenchmarkSpec:
         raise BenchmarkError(
             f"field '{'.'.join(loc)}': {first['msg']}{more}",
             where=where,
-            hint="see docs/benchmarks.md for the benchmark file schema",
+            hint="see docs/byo-benchmark.md for the benchmark file schema",
         ) from None
 
 
@@ -269,6 +269,15 @@ def resolve_spec_path(name_or_path: str, *, extra: Mapping[str, Path] | None = N
         f"unknown benchmark '{name_or_path}'",
         hint=f"known benchmarks: {', '.join(sorted(known))}; or pass a path to a benchmark .yaml file",
     )
+
+
+def reads_data_dir(names: Sequence[str]) -> bool:
+    """Whether any of these benchmarks (names or YAML paths) reads the T-Rex data directory.
+
+    Raises:
+        BenchmarkError: an unknown name or an invalid YAML.
+    """
+    return any(load_spec(resolve_spec_path(name)).source.root == "data" for name in names)
 
 
 # --------------------------------------------------------------------------- loading

@@ -27,6 +27,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from trex_eval.errors import ConfigError
 from trex_eval.records import FewShotStrategy
 
@@ -102,24 +104,91 @@ class SelectionPolicy:
     near_duplicate_jaccard: float | None = 0.8
 
 
-def eligible(
-    problem_id: str, question: str, twin_group: str | None, pool: Sequence[PoolItem], policy: SelectionPolicy
-) -> list[PoolItem]:
-    """Pool items that may be shown for this problem (see module docstring)."""
-    out = []
-    for item in pool:
-        if item.problem_id == problem_id:
-            continue
-        if policy.exclude_twins:
-            if twin_group is not None and item.twin_group == twin_group:
+class FewShotPool:
+    """Pool items with their token statistics computed once.
+
+    Selection runs once per problem over the same pool; tokenising every candidate per problem made
+    a 394-item benchmark take minutes. Statistics of the full pool are kept, and the candidates a
+    problem may not see are subtracted per query, so the scores equal BM25 over the eligible set
+    exactly (as the reference computes it).
+    """
+
+    def __init__(self, items: Sequence[PoolItem]) -> None:
+        self.items = tuple(items)
+        self._terms = [Counter(tokens(item.text)) for item in self.items]
+        self._lengths = np.array([sum(terms.values()) for terms in self._terms], dtype=np.int64)
+        self._columns: dict[str, np.ndarray] = {}
+        self._question_sets = [frozenset(tokens(item.question)) for item in self.items]
+        self._df: Counter[str] = Counter()
+        for terms in self._terms:
+            self._df.update(terms.keys())
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def eligible(
+        self, problem_id: str, question: str, twin_group: str | None, policy: SelectionPolicy
+    ) -> list[int]:
+        """Indices of the items that may be shown for this problem (see module docstring)."""
+        asked = frozenset(tokens(question))
+        out = []
+        for index, item in enumerate(self.items):
+            if item.problem_id == problem_id:
                 continue
-            if (
-                policy.near_duplicate_jaccard is not None
-                and jaccard(question, item.question) >= policy.near_duplicate_jaccard
-            ):
+            if policy.exclude_twins:
+                if twin_group is not None and item.twin_group == twin_group:
+                    continue
+                if policy.near_duplicate_jaccard is not None and _near_duplicate(
+                    asked, self._question_sets[index], policy.near_duplicate_jaccard
+                ):
+                    continue
+            out.append(index)
+        return out
+
+    def bm25(self, query: str, candidates: Sequence[int]) -> list[float]:
+        """BM25 of ``query`` against the candidate items, with N, df and avgdl of the candidates only."""
+        if not candidates:
+            return []
+        index = np.fromiter(candidates, dtype=np.intp, count=len(candidates))
+        left_out = np.ones(len(self.items), dtype=bool)
+        left_out[index] = False
+        n = len(candidates)
+        avgdl = max(1.0, float(self._lengths[~left_out].sum()) / n)
+        dl = np.maximum(self._lengths[index], 1).astype(np.float64)
+        scores = np.zeros(n)
+        # Term by term in query order, with the same operation order as the scalar formula, so
+        # the scores are bit-identical to the reference's loop.
+        for term, qtf in Counter(tokens(query)).items():
+            column = self._tf_column(term)
+            if column is None:
                 continue
-        out.append(item)
-    return out
+            df = self._df[term] - int(np.count_nonzero(column[left_out]))
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            tf = column[index]
+            present = tf > 0
+            terms = qtf * idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * dl / avgdl))
+            scores[present] += terms[present]
+        return [float(x) for x in scores]
+
+    def _tf_column(self, term: str) -> np.ndarray | None:
+        if term not in self._df:
+            return None
+        column = self._columns.get(term)
+        if column is None:
+            column = np.array([terms.get(term, 0) for terms in self._terms], dtype=np.float64)
+            self._columns[term] = column
+        return column
+
+
+def _near_duplicate(a: frozenset[str], b: frozenset[str], threshold: float) -> bool:
+    """Whether the token Jaccard index of ``a`` and ``b`` is at least ``threshold``."""
+    small, large = sorted((len(a), len(b)))
+    if large == 0:
+        return True
+    if small < threshold * large:  # |a ∩ b| / |a ∪ b| <= small / large
+        return False
+    common = len(a & b)
+    return common >= threshold * (small + large - common)
 
 
 def select(
@@ -127,7 +196,7 @@ def select(
     question: str,
     *,
     twin_group: str | None,
-    pool: Sequence[PoolItem],
+    pool: FewShotPool,
     policy: SelectionPolicy,
 ) -> list[PoolItem]:
     """Choose ``policy.k`` examples for one problem.
@@ -137,21 +206,21 @@ def select(
     """
     if policy.k <= 0:
         return []
-    candidates = eligible(problem_id, question, twin_group, pool, policy)
+    candidates = pool.eligible(problem_id, question, twin_group, policy)
     if len(candidates) < policy.k:
         raise ConfigError(
             f"only {len(candidates)} eligible few-shot examples for problem '{problem_id}', "
             f"{policy.k} requested",
             hint="lower --few-shot or give a larger --few-shot-source",
         )
+    items = [pool.items[i] for i in candidates]
     if policy.strategy == "random":
         rng = random.Random(stable_int(f"{policy.seed}:{problem_id}"))
-        shuffled = list(candidates)
-        rng.shuffle(shuffled)
-        return shuffled[: policy.k]
-    scores = bm25_scores(question, [c.text for c in candidates])
+        rng.shuffle(items)
+        return items[: policy.k]
+    scores = pool.bm25(question, candidates)
     ranked = sorted(
-        zip(scores, candidates, strict=True),
+        zip(scores, items, strict=True),
         key=lambda pair: (-round(pair[0], 6), stable_int(f"{policy.seed}:{problem_id}:{pair[1].problem_id}")),
     )
     return [item for _, item in ranked[: policy.k]]
@@ -162,24 +231,5 @@ def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
 
     k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), document lengths floored at 1.
     """
-    docs = [Counter(tokens(d)) for d in documents]
-    n = len(docs)
-    if n == 0:
-        return []
-    lengths = [max(1, sum(d.values())) for d in docs]
-    avgdl = max(1.0, sum(sum(d.values()) for d in docs) / n)
-    df: Counter[str] = Counter()
-    for d in docs:
-        df.update(d.keys())
-    query_tf = Counter(tokens(query))
-    scores = []
-    for doc, dl in zip(docs, lengths, strict=True):
-        score = 0.0
-        for term, qtf in query_tf.items():
-            tf = doc.get(term, 0)
-            if not tf:
-                continue
-            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            score += qtf * idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * dl / avgdl))
-        scores.append(score)
-    return scores
+    pool = FewShotPool([PoolItem(str(i), "", text, "", "") for i, text in enumerate(documents)])
+    return pool.bm25(query, range(len(documents)))

@@ -71,7 +71,9 @@ def git_state() -> dict[str, Any]:
     return {"sha": sha or None, "dirty": bool(dirty)}
 
 
-def collect(data_dir: Path, *, sandbox: dict[str, Any], backend: dict[str, Any] | None) -> dict[str, Any]:
+def collect(
+    data_dir: Path | None, *, sandbox: dict[str, Any], backend: dict[str, Any] | None
+) -> dict[str, Any]:
     """The ``provenance`` block of a run manifest."""
     manifest = data.load_manifest()
     return {
@@ -79,7 +81,11 @@ def collect(data_dir: Path, *, sandbox: dict[str, Any], backend: dict[str, Any] 
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": package_versions(),
-        "data": {"root": str(data_dir), "repository": manifest.repository, "commit": manifest.commit},
+        "data": {
+            "root": str(data_dir) if data_dir is not None else None,
+            "repository": manifest.repository,
+            "commit": manifest.commit,
+        },
         "sandbox": sandbox,
         "backend": backend,
     }

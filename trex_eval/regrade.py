@@ -16,19 +16,22 @@ from trex_eval.store import COMPLETIONS, MANIFEST, RunStore
 @dataclass(frozen=True)
 class CompletionFields:
     """How to read a foreign completions file: its benchmark and field names. ``code_field`` names a
-    field holding an already-extracted program (graded with the ``raw`` extractor)."""
+    field holding an already-extracted program (graded with the ``raw`` extractor). ``samples`` is
+    the number of completions per problem in the file (records of one id are samples 0, 1, ... in
+    file order)."""
 
     benchmark: str | None = None
     id_field: str = "problem_id"
     text_field: str = "completion"
     code_field: str | None = None
     prompt_set: str = "t-rex"
+    samples: int = 1
 
 
 def request_for(
     source: Path,
     *,
-    data_dir: Path,
+    data_dir: Path | None,
     rules: tuple[str, ...],
     protocol: ProtocolName,
     fields: CompletionFields,
@@ -62,7 +65,7 @@ def request_for(
         return RunRequest(
             model=spec,
             data_dir=data_dir,
-            benchmarks=tuple(b.name for b in settings.benchmarks),
+            benchmarks=tuple(b.source for b in settings.benchmarks),
             prompt_set=settings.prompt_set,
             samples=settings.samples,
             limit=settings.limit,
@@ -98,6 +101,7 @@ def request_for(
         data_dir=data_dir,
         benchmarks=(fields.benchmark,),
         prompt_set=fields.prompt_set,
+        samples=fields.samples,
         protocol=protocol,
         rules=rules,
         extractor="raw" if fields.code_field else None,

@@ -32,7 +32,7 @@ from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest, cre
 from trex_eval.benchmark import Benchmark, load_benchmark
 from trex_eval.errors import ConfigError, StoreError
 from trex_eval.evaluation import EvaluationPlan, plan_for
-from trex_eval.fewshot import PoolItem, SelectionPolicy, Strategy, retrieval_text, select
+from trex_eval.fewshot import FewShotPool, PoolItem, SelectionPolicy, Strategy, retrieval_text, select
 from trex_eval.grading import STRUCTURE_VARIANTS
 from trex_eval.lp import parse_lp
 from trex_eval.progress import RunProgress
@@ -89,12 +89,13 @@ class RunRequest:
 
     ``rules`` overrides grading rules: objective rule specs apply to objective benchmarks, names of
     structure variants to structure benchmarks. ``extractor`` overrides the protocol's extractor.
+    ``data_dir`` is the T-Rex data directory (``None`` when no benchmark reads it).
     ``out`` is the run directory (default
     ``results/<run-id>``). ``samples`` completions per problem use seeds ``seed + i``.
     """
 
     model: BackendSpec
-    data_dir: Path
+    data_dir: Path | None
     benchmarks: tuple[str, ...] = ALL_BENCHMARKS
     prompt_set: str = "t-rex"
     samples: int = 1
@@ -136,7 +137,7 @@ def run(request: RunRequest) -> RunResult:
 
 
 def resume_request(
-    run_dir: Path, *, data_dir: Path, command: Sequence[str] = (), show_progress: bool = True
+    run_dir: Path, *, data_dir: Path | None, command: Sequence[str] = (), show_progress: bool = True
 ) -> RunRequest:
     """The request that continues the run in ``run_dir`` (settings come from its manifest)."""
     manifest = RunStore.open(run_dir).read_manifest()
@@ -144,7 +145,7 @@ def resume_request(
     return RunRequest(
         model=s.model,
         data_dir=data_dir,
-        benchmarks=tuple(b.name for b in s.benchmarks),
+        benchmarks=tuple(b.source for b in s.benchmarks),
         prompt_set=s.prompt_set,
         samples=s.samples,
         limit=s.limit,
@@ -191,8 +192,11 @@ def prepare_benchmarks(request: RunRequest) -> list[_Benchmark]:
         if prompt_set == UPSTREAM_SET and bench.spec.prompt.upstream is None:
             prompt_set = bench.spec.prompt.default_set
         renderer = PromptRenderer(bench, prompt_set)
+        source = str(bench.spec_path.resolve()) if name.endswith((".yaml", ".yml")) else name
         entry = BenchmarkEntry(
             name=bench.name,
+            source=source,
+            skipped_rows=len(bench.row_errors),
             title=bench.spec.title,
             version=bench.spec.version,
             sha256=bench.sha256,
@@ -212,7 +216,7 @@ def prepare_benchmarks(request: RunRequest) -> list[_Benchmark]:
 
 
 def _few_shot_examples(item: _Benchmark, request: RunRequest) -> dict[str, tuple[FewShotExample, ...]]:
-    pool = _few_shot_pool(item, request.few_shot.source)
+    pool = FewShotPool(_few_shot_pool(item, request.few_shot.source))
     policy = SelectionPolicy(
         k=request.few_shot.k, strategy=request.few_shot.strategy, seed=request.model.sampling.seed or 42
     )
@@ -383,6 +387,13 @@ async def _execute(
     await asyncio.to_thread(pool.start)
     try:
         progress.note(f"sandbox isolation: {pool.isolation}")
+        for item in prepared:
+            if item.bench.row_errors:
+                progress.note(
+                    f"{item.bench.name}: {len(item.bench.row_errors)} data rows skipped, first: "
+                    f"{item.bench.row_errors[0]} "
+                    f"(`trex-eval benchmarks validate {item.entry.source}` lists them)"
+                )
         if backend is not None:
             await backend.start()
         manifest = store.read_manifest()

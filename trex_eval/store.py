@@ -65,13 +65,17 @@ class CompletionLine(Record):
 class BenchmarkEntry(Record):
     """One benchmark as run: its identity (name, version, data sha256), the problems selected,
     how prompts were made and how samples were graded (``rule`` is the canonical ``name@version``
-    spec, ``extractor`` the extractor name)."""
+    spec, ``extractor`` the extractor name). ``source`` is how the run named it (a registered
+    name, or the absolute path of its YAML file), so a resumed or re-graded run finds it again;
+    ``skipped_rows`` counts data rows that could not become problems (see ``benchmarks validate``)."""
 
     name: str
+    source: str
     title: str
     version: int
     sha256: str
     problems: int
+    skipped_rows: int = 0
     grader: GraderKind
     rule: str
     rule_description: str = ""

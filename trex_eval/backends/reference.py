@@ -27,6 +27,7 @@ Options:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -195,6 +196,11 @@ _TEMPLATES: dict[str, tuple[str, _Bodies]] = {
 }
 
 
+# Bench4Opt reference programs build `model` but never solve it; user benchmarks may ship complete
+# programs, which must run unchanged.
+_SOLVE_CALL = re.compile(r"\.(optimize|solve|Solve|run|minimize)\s*\(")
+
+
 def answer_program(reference: ObjectiveReference, *, library: str) -> str:
     """A program, for ``library``, whose solve ends in ``reference``'s status and value.
 
@@ -219,7 +225,7 @@ def reference_completion_text(problem: Problem, *, libraries: tuple[str, ...] = 
     """
     if problem.reference_code is not None:
         code = problem.reference_code.rstrip()
-        if isinstance(problem.reference, ObjectiveReference):
+        if isinstance(problem.reference, ObjectiveReference) and not _SOLVE_CALL.search(code):
             code += "\n\nmodel.optimize()"
         return _fenced(code)
     if isinstance(problem.reference, ObjectiveReference):

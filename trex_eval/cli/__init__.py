@@ -6,6 +6,7 @@ stderr, exit code 2, no traceback.
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Annotated
 
@@ -49,8 +50,15 @@ def _root(
     """trex-eval: zero-shot OR benchmark harness."""
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # A plain SIGTERM would skip every clean-up: the vLLM/llama.cpp servers and sandbox workers the
+    # run started, and the last manifest write. Unwinding as an exit runs them.
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
     """Console-script entry point: run the app, turning harness errors into exit code 2."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         app()
     except TrexError as exc:

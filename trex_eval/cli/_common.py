@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -15,6 +16,23 @@ err = Console(stderr=True)
 def echo_text(text: str) -> None:
     """Print Markdown/CSV text verbatim: no wrapping or markup, so it can be piped into a file."""
     typer.echo(text.rstrip("\n"))
+
+
+def data_dir_for(benchmarks: Sequence[str], explicit: Path | None) -> Path | None:
+    """The data directory when one of ``benchmarks`` reads it (downloaded on first use); otherwise
+    the one in force if any, else ``None`` (user benchmarks run without the T-Rex data)."""
+    from trex_eval import data
+    from trex_eval.benchmark import reads_data_dir
+    from trex_eval.errors import DataError
+
+    if reads_data_dir(benchmarks):
+        return data_dir_or_pull(explicit)
+    try:
+        return data.resolve_data_dir(explicit)
+    except DataError:
+        if explicit is not None:
+            raise
+        return None
 
 
 def data_dir_or_pull(explicit: Path | None) -> Path:

@@ -34,6 +34,15 @@ def _data_dir_if_any(explicit: Path | None) -> Path | None:
         return None
 
 
+def _data_dir_for(name_or_path: str, explicit: Path | None) -> Path | None:
+    """The data directory for one benchmark: required (with ``data``'s own advice when missing)
+    if its rows live there, optional otherwise."""
+    from trex_eval import benchmark, data
+
+    spec = benchmark.load_spec(benchmark.resolve_spec_path(name_or_path))
+    return data.resolve_data_dir(explicit) if spec.source.root == "data" else _data_dir_if_any(explicit)
+
+
 def _relative(text: str) -> str:
     """``text`` with the current directory prefix removed from a path it starts with."""
     return _without_prefix(text, Path.cwd()) if text.startswith(f"{Path.cwd()}/") else text
@@ -106,7 +115,7 @@ def benchmarks_show(
     """Show one problem: question, reference, instance files; optionally its rendered prompt."""
     from trex_eval import benchmark, prompting
 
-    bench = benchmark.load_benchmark(name, data_dir=_data_dir_if_any(data_dir))
+    bench = benchmark.load_benchmark(name, data_dir=_data_dir_for(name, data_dir))
     problem = bench.get(problem_id)
     out.rule(f"{bench.name} / {problem.id} (row {problem.index})")
     out.print(problem.question, markup=False)
@@ -146,7 +155,7 @@ def benchmarks_validate(
     """
     from trex_eval import userbench
 
-    report = userbench.validate(name_or_file, data_dir=_data_dir_if_any(data_dir))
+    report = userbench.validate(name_or_file, data_dir=_data_dir_for(name_or_file, data_dir))
     _print_report(report, show_prompt=show_prompt)
 
 
@@ -178,7 +187,7 @@ def benchmarks_add(
 
     if not file.is_file():
         raise typer.BadParameter(f"no such file: {file}", param_hint="FILE")
-    report = userbench.validate(str(file), data_dir=_data_dir_if_any(data_dir))
+    report = userbench.validate(str(file), data_dir=_data_dir_for(str(file), data_dir))
     _print_report(report, show_prompt=show_prompt)
     registration = userbench.register(report, name=name, replace=replace)
     verb = "replaced" if registration.replaced else "registered"

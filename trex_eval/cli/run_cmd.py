@@ -9,8 +9,9 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from trex_eval.cli._common import DataDirOption, data_dir_or_pull, echo_text, err, out
+from trex_eval.cli._common import DataDirOption, data_dir_for, data_dir_or_pull, echo_text, err, out
 from trex_eval.errors import ConfigError
+from trex_eval.store import MANIFEST, RunStore
 
 _PANEL_WHAT = "What to run"
 _PANEL_MODEL = "Model"
@@ -212,9 +213,10 @@ def run(
     from trex_eval.backends.presets import load_presets, resolve_preset
     from trex_eval.sandbox import SandboxLimits
 
-    root = data_dir_or_pull(data_dir)
     command = tuple(sys.argv)
     if resume is not None:
+        recorded = RunStore.open(resume).read_manifest().settings.benchmarks
+        root = data_dir_for([b.source for b in recorded], data_dir)
         request = runner.resume_request(resume, data_dir=root, command=command, show_progress=not no_progress)
     else:
         if model is None:
@@ -236,10 +238,11 @@ def run(
                     k: v for k, v in (("wall_s", wall_s), ("cpu_s", wall_s), ("memory_mib", memory_mib)) if v
                 }
             )
+        names = (_split(benchmarks) + tuple(str(p) for p in benchmark_file)) or runner.ALL_BENCHMARKS
         request = runner.RunRequest(
             model=spec,
-            data_dir=root,
-            benchmarks=(_split(benchmarks) + tuple(str(p) for p in benchmark_file)) or runner.ALL_BENCHMARKS,
+            data_dir=data_dir_for(names, data_dir),
+            benchmarks=names,
             prompt_set=prompt_set,
             samples=samples,
             limit=limit,
@@ -294,6 +297,12 @@ def grade(
     prompt_set: Annotated[
         str, typer.Option("--prompt-set", help="Prompt set recorded with the samples.")
     ] = "t-rex",
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples", "-k", help="Completions file: samples per problem (records of an id in file order)."
+        ),
+    ] = 1,
     workers: Annotated[int, typer.Option("--workers", help="Programs executed at once.")] = 2,
     out_dir: Annotated[
         Optional[Path],  # noqa: UP045
@@ -318,12 +327,15 @@ def grade(
             "give what to grade once: a run directory or completions file as SOURCE, or --completions FILE"
         )
 
-    root = data_dir_or_pull(data_dir)
     if protocol not in ("default", "trex-compat"):
         raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
+    if (given[0] / MANIFEST).is_file():
+        names = [b.source for b in RunStore.open(given[0]).read_manifest().settings.benchmarks]
+    else:
+        names = [benchmark] if benchmark else []
     request = regrade.request_for(
         given[0],
-        data_dir=root,
+        data_dir=data_dir_for(names, data_dir),
         rules=_split(rule),
         protocol=protocol,  # type: ignore[arg-type]
         fields=regrade.CompletionFields(
@@ -332,6 +344,7 @@ def grade(
             text_field=text_field,
             code_field=code_field,
             prompt_set=prompt_set,
+            samples=samples,
         ),
         workers=workers,
         out=out_dir,

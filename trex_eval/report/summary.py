@@ -37,7 +37,7 @@ from trex_eval.records import (
 from trex_eval.report.intervals import IntervalSettings, stratified_bootstrap_ci
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.runs import BenchmarkResults, ProblemSamples, RunResults, arrange
-from trex_eval.store import RunManifest
+from trex_eval.store import RunManifest, RunSettings
 
 MACRO_LABEL = "macro mean of per-benchmark pass@1"
 
@@ -238,6 +238,16 @@ def summarize_results(results: RunResults, *, interval: IntervalSettings | None 
     )
 
 
+def _prompt_sets(settings: RunSettings) -> str:
+    """The prompt set asked for, plus the ones benchmarks without upstream templates fell back to."""
+    fallbacks = sorted({b.prompt_set for b in settings.benchmarks} - {settings.prompt_set})
+    if not fallbacks:
+        return settings.prompt_set
+    used = {b.prompt_set for b in settings.benchmarks}
+    head = settings.prompt_set if settings.prompt_set in used else ""
+    return ", ".join([head, *fallbacks]) if head else ", ".join(fallbacks)
+
+
 def identify(results: RunResults) -> RunIdentity:
     """The :class:`RunIdentity` of an arranged run."""
     manifest = results.manifest
@@ -248,7 +258,7 @@ def identify(results: RunResults) -> RunIdentity:
         backend=settings.model.backend,
         served_model=settings.model.model,
         protocol=settings.protocol,
-        prompt_set=settings.prompt_set,
+        prompt_set=_prompt_sets(settings),
         samples=settings.samples,
         few_shot=settings.few_shot,
         limit=settings.limit,
