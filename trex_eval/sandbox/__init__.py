@@ -18,11 +18,12 @@ from .isolation import IsolationReport, probe_isolation
 from .job import PROGRAM_FILE, WORKDIR_TOKEN, Job
 from .licence import LicenceReport, SolverLicence, licence_preflight
 from .limits import SandboxLimits
-from .pool import DEFAULT_PRELOAD, SandboxPool
+from .pool import DEFAULT_PRELOAD, DEFAULT_WARMABLE, SandboxPool
 from .verify import verify_solve
 
 __all__ = [
     "DEFAULT_PRELOAD",
+    "DEFAULT_WARMABLE",
     "PROGRAM_FILE",
     "WORKDIR_TOKEN",
     "IsolationReport",

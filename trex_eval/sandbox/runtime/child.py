@@ -54,6 +54,8 @@ class JobPlan:
         job_uid: unprivileged uid (and gid) to switch to, or None to keep the worker's.
         gurobi: ``"real"`` or ``"compat"``; ``compat_root`` holds the compat package.
         worker_pid: the forking worker (the job dies with it).
+        warmable: modules whose use the ``end`` record reports (``imported``), so the worker can
+            import them for later jobs.
     """
 
     workdir: str
@@ -72,6 +74,7 @@ class JobPlan:
     gurobi: str
     compat_root: str
     worker_pid: int
+    warmable: tuple[str, ...] = ()
 
 
 def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
@@ -117,8 +120,13 @@ def confine(plan: JobPlan) -> None:
         with contextlib.suppress(OSError):
             native.drop_capabilities()
     native.prctl(native.PR_SET_NO_NEW_PRIVS, 1)
-    os.environ.clear()
-    os.environ.update(plan.env)
+    # The worker already runs with the job environment but for the per-job paths; touching only
+    # the differences saves a clear-and-refill of libc's environ on every fork (~0.7 ms).
+    for name in [name for name in os.environ if name not in plan.env]:
+        del os.environ[name]
+    for name, value in plan.env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def run(plan: JobPlan) -> NoReturn:
@@ -139,6 +147,7 @@ def run(plan: JobPlan) -> NoReturn:
         _flush()
         os._exit(end["exit_code"])
     end["bindings"] = _bindings(namespace)
+    end["imported"] = _imported(plan)
     _flush()
     plan.channel.emit("end", end)
     os._exit(end["exit_code"])
@@ -188,6 +197,18 @@ def _execute(plan: JobPlan) -> tuple[dict[str, Any], dict[str, Any]]:
         traceback.print_exception(type(error), error, trace)
         end.update(exit_code=1, error=_exception_fields(error))
     return namespace, end
+
+
+def _imported(plan: JobPlan) -> list[str]:
+    """The warmable modules this program imported (the compat gurobipy does not count)."""
+    compat = plan.compat_root + os.sep if plan.compat_root else None
+    found = []
+    for name in plan.warmable:
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None) or ""
+        if module is not None and not (compat and origin.startswith(compat)):
+            found.append(name)
+    return found
 
 
 def _exit_status(code: object) -> int:

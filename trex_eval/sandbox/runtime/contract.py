@@ -25,6 +25,9 @@ class WorkerConfig:
         allow_user_namespace: may create a user namespace to get per-job PID namespaces.
         compat_root: directory holding the compat ``gurobipy`` package.
         job_env: the environment of every program (``HOME``/``TMPDIR``/``PWD`` added per job).
+        warmable: modules the worker imports itself once ``warm_after`` of its jobs' programs
+            imported them, so that later forks get them already imported (see ``WARM_FIRST``).
+        warm_after: number of jobs importing a module before the worker warms it.
     """
 
     preload: list[str]
@@ -35,3 +38,10 @@ class WorkerConfig:
     allow_user_namespace: bool = True
     compat_root: str = ""
     job_env: dict[str, str] = field(default_factory=dict)
+    warmable: list[str] = field(default_factory=list)
+    warm_after: int = 2
+
+
+WARM_FIRST: dict[str, tuple[str, ...]] = {"pulp": ("ortools.linear_solver.pywraplp",)}
+"""Modules a worker imports before warming the key: with PuLP (and the solver libraries it loads)
+imported before OR-Tools' native library, OR-Tools MathOpt solves crash with SIGSEGV."""

@@ -56,11 +56,16 @@ class _HookingLoader(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
+class _RuntimeFinder(importlib.abc.MetaPathFinder):
+    """Base of the runtime's own finders; they look past each other, never through each other
+    (two of them asking each other would recurse without end)."""
+
+
 def _find_with_others(
     finder: object, fullname: str, path: Sequence[str] | None
 ) -> importlib.machinery.ModuleSpec | None:
     for other in sys.meta_path:
-        if other is finder or not hasattr(other, "find_spec"):
+        if other is finder or isinstance(other, _RuntimeFinder) or not hasattr(other, "find_spec"):
             continue
         spec: importlib.machinery.ModuleSpec | None = other.find_spec(fullname, path)
         if spec is not None:
@@ -68,7 +73,7 @@ def _find_with_others(
     return None
 
 
-class PostImportHooks(importlib.abc.MetaPathFinder):
+class PostImportHooks(_RuntimeFinder):
     """Meta-path finder that hooks modules named in ``installers`` when they are first imported."""
 
     def __init__(self, installers: dict[str, Installer]) -> None:
@@ -124,7 +129,7 @@ class _ReexposeLoader(importlib.abc.Loader):
         self._on_import()
 
 
-class GurobipySwitch(importlib.abc.MetaPathFinder):
+class GurobipySwitch(_RuntimeFinder):
     """Serves ``import gurobipy`` in a job and reports (once) which implementation it gave.
 
     Args:
@@ -175,12 +180,10 @@ class GurobipySwitch(importlib.abc.MetaPathFinder):
                     _ReexposeLoader(saved, lambda: self._report(real_gurobipy_label(saved))),
                     is_package=True,
                 )
-            # Not pre-imported: a normal import (PostImportHooks, further down, installs the hook).
+            # Not imported by the worker: a normal import, hooked here.
             spec = _find_with_others(self, fullname, path)
             if spec is not None and spec.loader is not None:
-                spec.loader = _HookingLoader(
-                    spec.loader, lambda module: self._report(real_gurobipy_label(module))
-                )
+                spec.loader = _HookingLoader(spec.loader, self._after_real_import)
             return spec
         package = os.path.join(self.compat_root, "gurobipy", "__init__.py")
         if not os.path.isfile(package):
@@ -193,6 +196,10 @@ class GurobipySwitch(importlib.abc.MetaPathFinder):
             return None
         spec.loader = _HookingLoader(spec.loader, self._after_compat_import)
         return spec
+
+    def _after_real_import(self, module: ModuleType) -> None:
+        install_safely("gurobipy", self._hook, module)
+        self._report(real_gurobipy_label(module))
 
     def _after_compat_import(self, module: ModuleType) -> None:
         install_safely("gurobipy", self._hook, module)

@@ -35,7 +35,7 @@ from typing import Any
 
 from . import child, framing, hooks, native
 from .channel import ResultChannel
-from .contract import PROGRAM_FILE, WORKDIR_TOKEN, WorkerConfig
+from .contract import PROGRAM_FILE, WARM_FIRST, WORKDIR_TOKEN, WorkerConfig
 from .imports import PostImportHooks
 
 _TICK_S = 0.02
@@ -101,6 +101,8 @@ def main(argv: list[str]) -> int:
         except Exception as error:
             reply = {"id": request.get("id"), "error": f"{type(error).__name__}: {error}"[:2000]}
         framing.write_frame(proto_out, reply)
+        # After the reply, so the import's cost is off this job's path.
+        server.warm(reply, str(request.get("nonce", "")))
 
 
 def _take_protocol_descriptors() -> tuple[int, int]:
@@ -267,6 +269,36 @@ class Server:
         self.config = config
         self.confinement = confinement
         self.sequence = 0
+        self.demand: dict[str, int] = {}
+        self.warm_failed: set[str] = set()
+
+    def warm(self, reply: dict[str, Any], nonce: str) -> None:
+        """Import in the worker the warmable modules that ``warm_after`` jobs have imported.
+
+        Forking a worker costs more with every library it holds, so a library is warmed only
+        when the workload uses it; the first few programs that use it import it themselves.
+        """
+        wanted = [
+            name
+            for name in _imported_by_job(str(reply.get("channel", "")), nonce)
+            if name in self.config.warmable and name not in sys.modules and name not in self.warm_failed
+        ]
+        warmed = False
+        for name in wanted:
+            self.demand[name] = self.demand.get(name, 0) + 1
+            if self.demand[name] < self.config.warm_after:
+                continue
+            for module in (*WARM_FIRST.get(name, ()), name):
+                if module in sys.modules or module in self.warm_failed:
+                    continue
+                try:
+                    importlib.import_module(module)
+                    warmed = True
+                except BaseException:
+                    self.warm_failed.add(module)
+        if warmed:
+            gc.collect()
+            gc.freeze()
 
     def run_job(self, request: dict[str, Any]) -> dict[str, Any]:
         self.sequence += 1
@@ -298,6 +330,7 @@ class Server:
                 job_uid=self.confinement.job_uid,
                 gurobi=request["gurobi"],
                 compat_root=self.config.compat_root,
+                warmable=tuple(self.config.warmable),
                 worker_pid=os.getpid(),
             )
             pid = self._fork(plan)
@@ -420,6 +453,21 @@ class Server:
                 continue
             for entry in entries:
                 _remove(os.path.join(directory, entry))
+
+
+def _imported_by_job(channel: str, nonce: str) -> list[str]:
+    """The ``imported`` list of the job's ``end`` record (the last records are scanned first)."""
+    for line in reversed(channel.splitlines()):
+        if '"end"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("kind") == "end" and record.get("nonce") == nonce:
+            imported = record.get("imported")
+            return [name for name in imported if isinstance(name, str)] if isinstance(imported, list) else []
+    return []
 
 
 def _inside(root: str, relative: str) -> str:

@@ -1,0 +1,55 @@
+"""Workers warm the libraries their programs use; warming keeps OR-Tools ahead of PuLP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from trex_eval.records import ExecStatus, SolveStatus
+from trex_eval.sandbox import Job, SandboxPool
+
+PULP = """
+import pulp
+problem = pulp.LpProblem("p", pulp.LpMaximize)
+x = pulp.LpVariable("x", 0, 3)
+problem += x
+problem.solve(pulp.PULP_CBC_CMD(msg=0))
+"""
+
+MATHOPT = """
+from ortools.math_opt.python import mathopt
+model = mathopt.Model(name="m")
+x = model.add_variable(lb=0, name="x")
+y = model.add_variable(lb=0, name="y")
+model.add_linear_constraint(6 * x + 4 * y <= 24)
+model.add_linear_constraint(x + 2 * y <= 6)
+model.maximize(5 * x + 4 * y)
+result = mathopt.solve(model, mathopt.SolverType.GLOP)
+"""
+
+
+@pytest.fixture(scope="module")
+def one_worker() -> Iterator[SandboxPool]:
+    with SandboxPool(workers=1, verify=False) as started:
+        yield started
+
+
+def test_mathopt_still_solves_after_the_worker_warmed_pulp(one_worker: SandboxPool) -> None:
+    """PuLP imported before OR-Tools' native library makes MathOpt crash (SIGSEGV): a worker that
+    warms PuLP for its programs must have OR-Tools loaded first."""
+    for _ in range(4):
+        assert one_worker.run(Job(code=PULP)).status is ExecStatus.OK
+    execution = one_worker.run(Job(code=MATHOPT))
+    assert execution.status is ExecStatus.OK, (execution.status, execution.detail, execution.stderr_tail)
+    solve = execution.last_solve
+    assert (
+        solve is not None and solve.status is SolveStatus.OPTIMAL and solve.objective == pytest.approx(21.0)
+    )
+
+
+def test_a_library_is_warmed_after_two_programs_used_it(one_worker: SandboxPool) -> None:
+    code = "import sys\nprint('already imported:', 'cvxpy' in sys.modules)\nimport cvxpy\n"
+    seen = [one_worker.run(Job(code=code, expect="any")).stdout_tail.strip() for _ in range(3)]
+    # The first two programs import CVXPY themselves; then the worker holds it for later forks.
+    assert seen == ["already imported: False", "already imported: False", "already imported: True"]
