@@ -21,7 +21,14 @@ import yaml
 from trex_eval import assets, runner
 from trex_eval.backends.base import BackendSpec
 from trex_eval.benchmark import load_benchmark, shipped_spec_paths
-from trex_eval.records import ObjectiveEvidence, ProtocolName, SampleRecord, SamplingParams, Verdict
+from trex_eval.records import (
+    GurobiPolicy,
+    ObjectiveEvidence,
+    ProtocolName,
+    SampleRecord,
+    SamplingParams,
+    Verdict,
+)
 from trex_eval.store import RunStore
 
 CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "reason", "known_issue")
@@ -59,6 +66,7 @@ def audit(
     protocol: ProtocolName = "default",
     rules: tuple[str, ...] = (),
     csv_path: Path | None = None,
+    gurobi: GurobiPolicy = "auto",
     workers: int = 2,
     show_progress: bool = True,
     results_dir: Path = Path("results"),
@@ -66,6 +74,8 @@ def audit(
     """Run the audit; writes the per-item CSV and returns it with a Markdown summary."""
     names = tuple(benchmarks) if benchmarks else default_benchmarks(data_dir)
     tag = "-".join(rules) if rules else protocol
+    if gurobi != "auto":
+        tag += f"-gurobi-{gurobi}"
     csv_path = csv_path or results_dir / f"audit-{tag}.csv"
     run_dir = results_dir / f"audit-{tag}-run"
     spec = BackendSpec(
@@ -83,6 +93,7 @@ def audit(
         protocol=protocol,
         rules=rules,
         sandbox=runner.SandboxSettings(workers=workers),
+        gurobi=gurobi,
         out=run_dir,
         show_progress=show_progress,
     )

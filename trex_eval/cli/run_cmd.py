@@ -366,6 +366,10 @@ def audit(
         Optional[Path],  # noqa: UP045
         typer.Option("--csv", help="Per-item CSV (default results/audit-<protocol or rule>.csv)."),
     ] = None,
+    gurobi: Annotated[
+        str,
+        typer.Option("--gurobi", help="gurobipy in the sandbox: auto, real, or compat (licence-free layer)."),
+    ] = "auto",
     workers: Annotated[int, typer.Option("--workers", help="Programs executed at once.")] = 2,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars.")] = False,
     data_dir: DataDirOption = None,
@@ -375,12 +379,15 @@ def audit(
 
     if protocol not in ("default", "trex-compat"):
         raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
+    if gurobi not in ("auto", "real", "compat"):
+        raise ConfigError(f"unknown --gurobi policy {gurobi!r}", hint="use auto, real or compat")
     result = audit_mod.audit(
         _split(benchmarks) or None,
         data_dir=data_dir_or_pull(data_dir),
         protocol=protocol,  # type: ignore[arg-type]
         rules=_split(rule),
         csv_path=csv_path,
+        gurobi=gurobi,  # type: ignore[arg-type]
         workers=workers,
         show_progress=not no_progress,
     )
