@@ -87,3 +87,9 @@ def failure_detail(execution: Execution) -> str:
 def fmt(value: float | None) -> str:
     """A number as reasons print it: the shortest text that reads back to the same float."""
     return "none" if value is None else repr(float(value))
+
+
+def rule_spec(name: str, version: str, parameters: str) -> str:
+    """Canonical spec of a rule: ``name@version``, then ``:parameters`` when any are not default."""
+    head = f"{name}@{version}"
+    return f"{head}:{parameters}" if parameters else head

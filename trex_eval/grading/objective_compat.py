@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trex_eval.grading.objective_base import check_reference, failure_detail, failure_verdict, fmt
+from trex_eval.grading.objective_base import check_reference, failure_detail, failure_verdict, fmt, rule_spec
 from trex_eval.records import (
     ExecStatus,
     Execution,
@@ -84,8 +84,7 @@ class TrexCompatRule:
 
     @property
     def spec(self) -> str:
-        head = f"{self.name}@{self.version}"
-        return f"{head}:{self.parameters}" if self.parameters else head
+        return rule_spec(self.name, self.version, self.parameters)
 
     @property
     def description(self) -> str:

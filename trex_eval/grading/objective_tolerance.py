@@ -37,6 +37,7 @@ from trex_eval.grading.objective_base import (
     failure_detail,
     failure_verdict,
     fmt,
+    rule_spec,
 )
 from trex_eval.records import (
     Execution,
@@ -126,8 +127,7 @@ class ToleranceRule:
 
     @property
     def spec(self) -> str:
-        head = f"{self.name}@{self.version}"
-        return f"{head}:{self.parameters}" if self.parameters else head
+        return rule_spec(self.name, self.version, self.parameters)
 
     @property
     def description(self) -> str:

@@ -25,9 +25,9 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def _gurobipy() -> dict[str, Any]:
-    version = _version("gurobipy")
-    report: dict[str, Any] = {
+def _blank_report(version: str | None) -> dict[str, Any]:
+    """A licence report before any check: installed or not, nothing known yet."""
+    return {
         "installed": version is not None,
         "version": version,
         "ok": False,
@@ -35,6 +35,11 @@ def _gurobipy() -> dict[str, Any]:
         "size_limited": None,
         "error": None,
     }
+
+
+def _gurobipy() -> dict[str, Any]:
+    version = _version("gurobipy")
+    report = _blank_report(version)
     if version is None:
         return report
     try:
@@ -66,14 +71,7 @@ def _gurobipy() -> dict[str, Any]:
 
 def _coptpy() -> dict[str, Any]:
     version = _version("coptpy")
-    report: dict[str, Any] = {
-        "installed": version is not None,
-        "version": version,
-        "ok": False,
-        "expires": None,
-        "size_limited": None,
-        "error": None,
-    }
+    report = _blank_report(version)
     if version is None:
         return report
     try:
