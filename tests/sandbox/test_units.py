@@ -66,13 +66,33 @@ def test_masks_hide_homes_and_rebind_what_the_interpreter_needs() -> None:
         os.makedirs(os.path.join(venv, "lib"))
         os.chmod(private, 0o700)
 
-        arguments = mask_arguments([os.path.join(venv, "lib")], hide=(home,))
+        arguments = mask_arguments([os.path.join(venv, "lib")], hide=(home,), private=())
     finally:
         shutil.rmtree(root)
 
+    lib = os.path.join(venv, "lib")
     assert arguments == [
         *("--perms", "0755", "--tmpfs", home),
-        *("--perms", "0755", "--tmpfs", private, "--ro-bind", venv, venv),
+        *("--perms", "0755", "--tmpfs", private),
+        *("--perms", "0755", "--dir", venv),
+        *("--ro-bind", lib, lib),
+    ]
+
+
+def test_only_the_needed_paths_come_back_under_a_private_tmp() -> None:
+    needed = [
+        "/tmp/ci/p/.venv",
+        "/tmp/ci/p/.venv/lib/python3.11/site-packages",
+        "/tmp/ci/p/trex_eval/runtime",
+        "/usr/lib",
+    ]
+    arguments = mask_arguments(needed, hide=())
+    assert arguments == [
+        *("--perms", "0755", "--dir", "/tmp/ci"),
+        *("--perms", "0755", "--dir", "/tmp/ci/p"),
+        *("--ro-bind", "/tmp/ci/p/.venv", "/tmp/ci/p/.venv"),
+        *("--perms", "0755", "--dir", "/tmp/ci/p/trex_eval"),
+        *("--ro-bind", "/tmp/ci/p/trex_eval/runtime", "/tmp/ci/p/trex_eval/runtime"),
     ]
 
 

@@ -171,3 +171,34 @@ def test_tolerance_rule() -> None:
     assert objectives_agree(0.0, 1e-6, integral=False)
     assert not objectives_agree(0.0, 3e-6, integral=False)
     assert objectives_agree(100.0, 100.02, integral=True)  # 1e-6 + 2e-4 * 100
+
+
+def test_verification_works_after_the_harness_solved_with_another_thread_count() -> None:
+    """HiGHS keeps one scheduler per process; a harness that already ran HiGHS with 2 threads
+    (SciPy, the reference backend) must still verify (regression: it reported kNotset)."""
+    import highspy
+
+    other = highspy.Highs()
+    other.setOptionValue("output_flag", False)
+    other.setOptionValue("threads", 2)
+    other.addVar(0.0, 1.0)
+    other.run()
+    model = LinearModel(
+        sense="max",
+        var_names=("x",),
+        obj=(3.0,),
+        lb=(0.0,),
+        ub=(2.0,),
+        vtype=("C",),
+        row_names=(),
+        row_lower=(),
+        row_upper=(),
+        a_row=(),
+        a_col=(),
+        a_val=(),
+    )
+    solve = SolveRecord(
+        library="t", status=SolveStatus.OPTIMAL, raw_status="2", objective=6.0, sense="max", model=model
+    )
+    checked = verify_solve(solve)
+    assert checked.verification == "match" and checked.verified_objective == 6.0

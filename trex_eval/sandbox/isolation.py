@@ -108,8 +108,11 @@ def probe_isolation(
     prefer: Literal["auto", "bwrap", "unshare", "rlimits"] = "auto",
     python: str | None = None,
     disk_mib: int = 512,
+    hidden: Sequence[str] = (),
 ) -> IsolationReport:
     """Find the strongest isolation level that works on this machine.
+
+    ``hidden`` directories are masked inside bubblewrap (see :func:`launch.bwrap_prefix`).
 
     Each candidate is checked by running the runtime's probe under it: it must start, and (for
     ``bwrap``/``unshare``) must fail to reach a port the harness listens on at 127.0.0.1.
@@ -128,7 +131,12 @@ def probe_isolation(
         for bwrap in candidates:
             sized = _bwrap_supports_size(bwrap)
             prefix = launch.bwrap_prefix(
-                bwrap, privileged=privileged, disk_mib=disk_mib, needed=needed, supports_size=sized
+                bwrap,
+                privileged=privileged,
+                disk_mib=disk_mib,
+                needed=needed,
+                supports_size=sized,
+                hidden=[path for path in hidden if os.path.isdir(path)],
             )
             found, problem = _run_probe(prefix, python)
             if found and found.get("network_blocked") and found.get("root_read_only"):

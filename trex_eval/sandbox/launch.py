@@ -135,10 +135,31 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def mask_arguments(needed: Iterable[str], *, hide: Sequence[str] = ("/root", "/home")) -> list[str]:
+PRIVATE_DIRS = ("/tmp",)
+"""Directories the sandbox replaces by its own empty tmpfs (writable scratch for the programs)."""
+
+
+def bound_back(needed: Iterable[str], *, masked: Iterable[str]) -> list[str]:
+    """The ``needed`` paths lying under a ``masked`` directory, outermost first, without paths
+    nested in another one: exactly what must be bound back read-only."""
+    roots = [path.rstrip("/") for path in masked]
+    under = sorted(
+        {path for path in needed if any(path.startswith(root + "/") for root in roots)}, key=_depth
+    )
+    kept: list[str] = []
+    for path in under:
+        if not any(path == outer or path.startswith(outer + "/") for outer in kept):
+            kept.append(path)
+    return kept
+
+
+def mask_arguments(
+    needed: Iterable[str], *, hide: Sequence[str] = ("/root", "/home"), private: Sequence[str] = PRIVATE_DIRS
+) -> list[str]:
     """bwrap arguments that hide ``hide`` and every directory other users cannot traverse, while
-    keeping the ``needed`` paths reachable (an empty tmpfs over each hidden directory, with the
-    needed sub-trees bound back read-only)."""
+    keeping the ``needed`` paths reachable: an empty tmpfs over each hidden directory, then each
+    needed path (not its neighbours: a home directory holding a virtualenv stays hidden) bound
+    back read-only, also where it lies under a ``private`` directory the sandbox replaced."""
     needed = list(needed)
     masks = {path for path in hide if os.path.isdir(path)}
     for path in needed:
@@ -149,28 +170,36 @@ def mask_arguments(needed: Iterable[str], *, hide: Sequence[str] = ("/root", "/h
             except OSError:
                 continue
     arguments: list[str] = []
-    bound: set[str] = set()
     for mask in sorted(masks, key=_depth):
         arguments += ["--perms", "0755", "--tmpfs", mask]
-        for path in needed:
-            if not path.startswith(mask + "/"):
-                continue
-            child = mask + "/" + Path(path).relative_to(mask).parts[0]
-            if child not in masks and child not in bound:
-                bound.add(child)
-                arguments += ["--ro-bind", child, child]
+    covered = [*masks, *private]
+    made: set[str] = set(covered)
+    for path in bound_back(needed, masked=covered):
+        # bwrap would create the missing parents 0700, unreadable for the jobs' own uid.
+        for ancestor in _ancestors(path):
+            if ancestor not in made and any(ancestor.startswith(root + "/") for root in covered):
+                made.add(ancestor)
+                arguments += ["--perms", "0755", "--dir", ancestor]
+        arguments += ["--ro-bind", path, path]
     return arguments
 
 
 def bwrap_prefix(
-    bwrap: str, *, privileged: bool, disk_mib: int, needed: Iterable[str], supports_size: bool
+    bwrap: str,
+    *,
+    privileged: bool,
+    disk_mib: int,
+    needed: Iterable[str],
+    supports_size: bool,
+    hidden: Sequence[str] = (),
 ) -> list[str]:
     """The bubblewrap command line a worker runs under.
 
     No network (fresh network namespace), read-only root, a private ``/tmp`` of ``disk_mib`` MiB
     and private ``/dev/shm``, home directories hidden, a private PID namespace, killed with its
-    parent. As root no user namespace is created, so the worker may run each job under an
-    unprivileged uid of its own.
+    parent. ``hidden`` directories (the benchmark data with its reference answers, run
+    directories with other samples' grades) are masked too. As root no user namespace is
+    created, so the worker may run each job under an unprivileged uid of its own.
     """
     namespaces = (
         ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -199,7 +228,7 @@ def bwrap_prefix(
         *sized(64),
         "--tmpfs",
         "/dev/shm",
-        *mask_arguments(needed),
+        *mask_arguments(needed, hide=("/root", "/home", *hidden)),
         "--chdir",
         "/tmp",
         "--",

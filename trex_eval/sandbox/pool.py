@@ -93,6 +93,8 @@ class SandboxPool:
         verify: re-solve every captured linear model with HiGHS (see :func:`verify_solve`).
         preload: modules each worker imports before serving (see :data:`DEFAULT_PRELOAD`).
         warmable: modules a worker imports once its programs use them (see :data:`DEFAULT_WARMABLE`).
+        hidden: directories programs must not see (bubblewrap level): the benchmark data with
+            its reference answers, run directories.
         extra_env: variables added to the programs' otherwise empty environment.
         compat_root: directory holding the licence-free ``gurobipy`` package for compat jobs.
         start_timeout_s: how long a worker may take to become ready.
@@ -110,6 +112,7 @@ class SandboxPool:
         verify: bool = True,
         preload: tuple[str, ...] = DEFAULT_PRELOAD,
         warmable: tuple[str, ...] = DEFAULT_WARMABLE,
+        hidden: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
         compat_root: Path = launch.COMPAT_ROOT,
         start_timeout_s: float = 180.0,
@@ -121,6 +124,7 @@ class SandboxPool:
         self.verify = verify
         self.preload = preload
         self.warmable = warmable
+        self.hidden = tuple(os.path.realpath(path) for path in hidden)
         self.compat_root = compat_root
         self._requested_isolation = isolation
         self._extra_env = dict(extra_env or {})
@@ -150,7 +154,9 @@ class SandboxPool:
         """
         if self._started:
             return
-        report = probe_isolation(prefer=self._requested_isolation, disk_mib=self.limits.disk_mib)
+        report = probe_isolation(
+            prefer=self._requested_isolation, disk_mib=self.limits.disk_mib, hidden=self.hidden
+        )
         self._report = report
         self._root = Path(tempfile.mkdtemp(prefix="trex-sandbox-"))
         # Removed by close(), or at interpreter exit for a pool nobody closed.
@@ -309,6 +315,7 @@ class SandboxPool:
             preload=list(self.preload),
             scratch=scratch,
             wipe=["/tmp", "/dev/shm"] if in_bwrap else [],
+            keep=_kept_under_tmp(report.command) if in_bwrap else [],
             job_uid=(200_000 + secrets.randbelow(1 << 30)) if in_bwrap and report.privileged else None,
             parent_pid=os.getpid() if report.level == "rlimits" else None,
             allow_user_namespace=report.level != "rlimits" or not report.privileged,
@@ -417,6 +424,17 @@ class SandboxPool:
                 f"({last.status.value}), HiGHS found {last.verified_objective}",
             )
         return execution.model_copy(update={"solves": solves, "detail": detail})
+
+
+def _kept_under_tmp(command: tuple[str, ...]) -> list[str]:
+    """Top-level ``/tmp`` entries holding read-only binds of the interpreter (a virtualenv under
+    ``/tmp``): the worker's wipe between jobs must leave them alone."""
+    kept = []
+    for index, word in enumerate(command[:-2]):
+        target = command[index + 2]
+        if word == "--ro-bind" and target.startswith("/tmp/"):
+            kept.append("/tmp/" + target.split("/")[2])
+    return sorted(set(kept))
 
 
 def _join(first: str, second: str) -> str:

@@ -122,7 +122,12 @@ def _new_highs() -> Any:
 
 
 def resolve_with_highs(model: LinearModel, *, time_limit_s: float = 10.0) -> Resolve:
-    """Solve ``model`` with HiGHS (one thread, relative MIP gap 1e-6, ``time_limit_s`` seconds)."""
+    """Solve ``model`` with HiGHS (relative MIP gap 1e-6, ``time_limit_s`` seconds).
+
+    The ``threads`` option is left alone on purpose: HiGHS sizes one scheduler per process at its
+    first solve and then refuses (``kNotset``) any solve asking for another thread count, and the
+    harness process may already have solved with HiGHS elsewhere (SciPy, the reference backend).
+    """
     if model.num_vars == 0:
         # Nothing to solve (HiGHS reports an empty model without its objective constant).
         feasible = all(low <= 0.0 <= high for low, high in zip(model.row_lower, model.row_upper, strict=True))
@@ -133,7 +138,6 @@ def resolve_with_highs(model: LinearModel, *, time_limit_s: float = 10.0) -> Res
     highspy = importlib.import_module("highspy")
     for option, value in (
         ("output_flag", False),
-        ("threads", 1),
         ("time_limit", float(time_limit_s)),
         ("mip_rel_gap", 1e-6),
     ):

@@ -19,6 +19,8 @@ class WorkerConfig:
         preload: modules to import before serving.
         scratch: directory for the jobs' working and temporary directories.
         wipe: directories emptied after every job (the private ``/tmp``, ``/dev/shm``).
+        keep: entries of those directories that are not emptied (read-only binds of the
+            interpreter when it lives under ``/tmp``).
         job_uid: unprivileged uid to run jobs under (only honoured as root, and only if it can
             read the interpreter).
         parent_pid: when set, die with that parent (no other mechanism does it at this level).
@@ -33,6 +35,7 @@ class WorkerConfig:
     preload: list[str]
     scratch: str
     wipe: list[str] = field(default_factory=list)
+    keep: list[str] = field(default_factory=list)
     job_uid: int | None = None
     parent_pid: int | None = None
     allow_user_namespace: bool = True

@@ -452,7 +452,9 @@ class Server:
             except OSError:
                 continue
             for entry in entries:
-                _remove(os.path.join(directory, entry))
+                path = os.path.join(directory, entry)
+                if path not in self.config.keep:
+                    _remove(path)
 
 
 def _imported_by_job(channel: str, nonce: str) -> list[str]:
