@@ -109,10 +109,12 @@ def probe_isolation(
     python: str | None = None,
     disk_mib: int = 512,
     hidden: Sequence[str] = (),
+    needed: Sequence[str] = (),
 ) -> IsolationReport:
     """Find the strongest isolation level that works on this machine.
 
-    ``hidden`` directories are masked inside bubblewrap (see :func:`launch.bwrap_prefix`).
+    ``hidden`` directories are masked inside bubblewrap (see :func:`launch.bwrap_prefix`);
+    ``needed`` paths (besides the interpreter's) stay readable there (a compat layer elsewhere).
 
     Each candidate is checked by running the runtime's probe under it: it must start, and (for
     ``bwrap``/``unshare``) must fail to reach a port the harness listens on at 127.0.0.1.
@@ -122,7 +124,12 @@ def probe_isolation(
         SandboxError: ``prefer`` names a level that does not work here.
     """
     privileged = os.geteuid() == 0
-    needed = launch.interpreter_paths(python)
+    readable = sorted(
+        {
+            *launch.interpreter_paths(python),
+            *(os.path.realpath(path) for path in needed if os.path.exists(path)),
+        }
+    )
     notes: list[str] = []
     if prefer in ("auto", "bwrap"):
         candidates = launch.find_bwrap()
@@ -134,7 +141,7 @@ def probe_isolation(
                 bwrap,
                 privileged=privileged,
                 disk_mib=disk_mib,
-                needed=needed,
+                needed=readable,
                 supports_size=sized,
                 hidden=[path for path in hidden if os.path.isdir(path)],
             )

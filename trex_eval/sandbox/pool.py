@@ -155,7 +155,10 @@ class SandboxPool:
         if self._started:
             return
         report = probe_isolation(
-            prefer=self._requested_isolation, disk_mib=self.limits.disk_mib, hidden=self.hidden
+            prefer=self._requested_isolation,
+            disk_mib=self.limits.disk_mib,
+            hidden=self.hidden,
+            needed=(str(self.compat_root),),
         )
         self._report = report
         self._root = Path(tempfile.mkdtemp(prefix="trex-sandbox-"))
