@@ -15,7 +15,7 @@ import math
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION = "1.0"
 
@@ -233,6 +233,15 @@ class Completion(Record):
     seed: int | None = None
     attempts: int = 1
     error: str | None = None
+
+    @field_validator("text", "reasoning", "error")
+    @classmethod
+    def _valid_unicode(cls, value: str | None) -> str | None:
+        # A server can send a lone UTF-16 surrogate ("\ud800" in JSON); such text cannot be
+        # written as UTF-8, and one of them would stop the run at the store. Replace it (U+FFFD).
+        if value is None or value.isascii():
+            return value
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 class Program(Record):

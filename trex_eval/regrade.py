@@ -47,7 +47,7 @@ def request_for(
     """
     sandbox = SandboxSettings(workers=workers)
     if (source / MANIFEST).is_file():
-        settings = RunStore.open(source).read_manifest().settings
+        settings = RunStore(source).read_manifest().settings
         spec = BackendSpec(
             name=settings.model.name,
             backend="replay",
@@ -62,18 +62,14 @@ def request_for(
             sampling=settings.sampling,
             description=f"re-grade of {source}",
         )
-        return RunRequest(
-            model=spec,
+        return RunRequest.from_settings(
+            settings,
             data_dir=data_dir,
-            benchmarks=tuple(b.source for b in settings.benchmarks),
-            prompt_set=settings.prompt_set,
-            samples=settings.samples,
-            limit=settings.limit,
+            out=out,
+            model=spec,
             protocol=protocol,
             rules=rules,
-            sandbox=sandbox,
-            gurobi=settings.gurobi,
-            out=out,
+            workers=workers,
             command=command,
             show_progress=show_progress,
         )

@@ -23,7 +23,7 @@ import asyncio
 import datetime as dt
 import gc
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,9 +88,10 @@ class RunRequest:
     """Everything that defines a run (see :class:`~trex_eval.store.RunSettings` for the record).
 
     ``rules`` overrides grading rules: objective rule specs apply to objective benchmarks, names of
-    structure variants to structure benchmarks. ``extractor`` overrides the protocol's extractor.
-    ``data_dir`` is the T-Rex data directory (``None`` when no benchmark reads it).
-    ``out`` is the run directory (default
+    structure variants to structure benchmarks; ``rules_by_benchmark`` (benchmark as requested ->
+    rule) takes precedence, which is how a resumed run keeps each benchmark's own rule.
+    ``extractor`` overrides the protocol's extractor. ``data_dir`` is the T-Rex data directory
+    (``None`` when no benchmark reads it). ``out`` is the run directory (default
     ``results/<run-id>``). ``samples`` completions per problem use seeds ``seed + i``.
     """
 
@@ -102,6 +103,7 @@ class RunRequest:
     limit: int | None = None
     protocol: ProtocolName = "default"
     rules: tuple[str, ...] = ()
+    rules_by_benchmark: Mapping[str, str] = field(default_factory=dict)
     extractor: str | None = None
     few_shot: FewShotSettings = FewShotSettings()
     sandbox: SandboxSettings = SandboxSettings()
@@ -109,6 +111,47 @@ class RunRequest:
     out: Path | None = None
     command: tuple[str, ...] = ()
     show_progress: bool = True
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: RunSettings,
+        *,
+        data_dir: Path | None,
+        out: Path | None,
+        model: BackendSpec | None = None,
+        protocol: ProtocolName | None = None,
+        rules: tuple[str, ...] = (),
+        workers: int = SandboxSettings.workers,
+        command: Sequence[str] = (),
+        show_progress: bool = True,
+    ) -> RunRequest:
+        """The request that reproduces a recorded run: resume it (``out`` = its directory), or
+        re-grade its completions (another ``model`` = a replay of them, possibly another
+        ``protocol`` or ``rules``; each benchmark keeps its recorded rule unless those change)."""
+        same_grading = protocol in (None, settings.protocol) and not rules
+        return cls(
+            model=model or settings.model,
+            data_dir=data_dir,
+            benchmarks=tuple(b.requested for b in settings.benchmarks),
+            prompt_set=settings.prompt_set,
+            samples=settings.samples,
+            limit=settings.limit,
+            protocol=protocol or settings.protocol,
+            rules=rules,
+            rules_by_benchmark={b.requested: b.rule for b in settings.benchmarks} if same_grading else {},
+            extractor=settings.extractor,
+            few_shot=FewShotSettings(
+                k=settings.few_shot,
+                strategy=settings.few_shot_strategy,
+                source=settings.few_shot_source or "reference",
+            ),
+            sandbox=SandboxSettings(workers=workers, limits=settings.limits),
+            gurobi=settings.gurobi,
+            out=out,
+            command=tuple(command),
+            show_progress=show_progress,
+        )
 
 
 @dataclass(frozen=True)
@@ -128,6 +171,7 @@ class _Benchmark:
     plan: EvaluationPlan
     renderer: PromptRenderer
     entry: BenchmarkEntry
+    limits: SandboxLimits
     shots: dict[str, tuple[FewShotExample, ...]] = field(default_factory=dict)
 
 
@@ -137,27 +181,21 @@ def run(request: RunRequest) -> RunResult:
 
 
 def resume_request(
-    run_dir: Path, *, data_dir: Path | None, command: Sequence[str] = (), show_progress: bool = True
+    run_dir: Path,
+    *,
+    data_dir: Path | None,
+    workers: int = SandboxSettings.workers,
+    command: Sequence[str] = (),
+    show_progress: bool = True,
 ) -> RunRequest:
     """The request that continues the run in ``run_dir`` (settings come from its manifest)."""
-    manifest = RunStore.open(run_dir).read_manifest()
-    s = manifest.settings
-    return RunRequest(
-        model=s.model,
+    settings = RunStore(run_dir).read_manifest().settings
+    return RunRequest.from_settings(
+        settings,
         data_dir=data_dir,
-        benchmarks=tuple(b.source for b in s.benchmarks),
-        prompt_set=s.prompt_set,
-        samples=s.samples,
-        limit=s.limit,
-        protocol=s.protocol,
-        rules=tuple(b.rule for b in s.benchmarks),
-        extractor=s.extractor,
-        few_shot=FewShotSettings(
-            k=s.few_shot, strategy=s.few_shot_strategy, source=s.few_shot_source or "reference"
-        ),
-        gurobi=s.gurobi,
         out=run_dir,
-        command=tuple(command),
+        workers=workers,
+        command=command,
         show_progress=show_progress,
     )
 
@@ -184,7 +222,15 @@ def prepare_benchmarks(request: RunRequest) -> list[_Benchmark]:
     for name in dict.fromkeys(request.benchmarks):
         bench = load_benchmark(name, data_dir=request.data_dir)
         problems = bench.problems[: request.limit] if request.limit else bench.problems
-        rule = structure_rule if bench.spec.grader.kind is GraderKind.STRUCTURE else objective_rule
+        kind = bench.spec.grader.kind
+        rule = request.rules_by_benchmark.get(name) or (
+            structure_rule if kind is GraderKind.STRUCTURE else objective_rule
+        )
+        limits = request.sandbox.limits or (
+            SandboxLimits(wall_s=COMPAT_WALL_S[kind], cpu_s=COMPAT_WALL_S[kind])
+            if request.protocol == "trex-compat"
+            else SandboxLimits()
+        )
         plan = plan_for(
             bench, protocol=request.protocol, rule=rule, extractor=request.extractor, gurobi=request.gurobi
         )
@@ -207,8 +253,9 @@ def prepare_benchmarks(request: RunRequest) -> list[_Benchmark]:
             extractor=plan.extractor,
             prompt_set=prompt_set,
             template_sha256=renderer.template_sha256,
+            limits=limits,
         )
-        prepared.append(_Benchmark(bench, problems, plan, renderer, entry))
+        prepared.append(_Benchmark(bench, problems, plan, renderer, entry, limits))
     if request.few_shot.k > 0:
         for item in prepared:
             item.shots = _few_shot_examples(item, request)
@@ -286,6 +333,7 @@ def _settings(request: RunRequest, prepared: Sequence[_Benchmark]) -> RunSetting
         few_shot_strategy=request.few_shot.strategy,
         few_shot_source=request.few_shot.source if request.few_shot.k else None,
         gurobi=request.gurobi,
+        limits=request.sandbox.limits,
         benchmarks=tuple(item.entry for item in prepared),
     )
 
@@ -368,12 +416,8 @@ async def _execute(
         for i in range(request.samples)
         if (item.bench.name, problem.id, i) not in graded
     ]
-    limits = request.sandbox.limits
-    if limits is None and request.protocol == "trex-compat":
-        wall = max(COMPAT_WALL_S[item.bench.spec.grader.kind] for item in prepared)
-        limits = SandboxLimits(wall_s=wall, cpu_s=wall)
     pool = SandboxPool(
-        limits=limits or SandboxLimits(),
+        limits=SandboxLimits(),
         workers=request.sandbox.workers,
         isolation=request.sandbox.isolation,  # type: ignore[arg-type]
     )
@@ -491,7 +535,7 @@ async def _grade(
         execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
         grade = plan.grade(problem, execution, reference_model=references)
     else:
-        execution = await pool.arun(plan.job(problem, program))
+        execution = await pool.arun(plan.job(problem, program), limits=item.limits)
         grade = await asyncio.to_thread(plan.grade, problem, execution, reference_model=references)
     return SampleRecord(
         benchmark=item.bench.name,

@@ -40,6 +40,7 @@ from trex_eval.records import (
     SampleRecord,
     SamplingParams,
 )
+from trex_eval.sandbox.limits import SandboxLimits
 
 MANIFEST = "manifest.json"
 COMPLETIONS = "completions.jsonl"
@@ -65,12 +66,16 @@ class CompletionLine(Record):
 class BenchmarkEntry(Record):
     """One benchmark as run: its identity (name, version, data sha256), the problems selected,
     how prompts were made and how samples were graded (``rule`` is the canonical ``name@version``
-    spec, ``extractor`` the extractor name). ``source`` is how the run named it (a registered
-    name, or the absolute path of its YAML file), so a resumed or re-graded run finds it again;
-    ``skipped_rows`` counts data rows that could not become problems (see ``benchmarks validate``)."""
+    spec, ``extractor`` the extractor name, ``limits`` the sandbox limits its programs ran under).
+
+    ``source`` is how the run named it (a registered name, or the absolute path of its YAML file)
+    so that a resumed or re-graded run finds it again; it is empty in runs written before it was
+    recorded, and the name is used. ``skipped_rows`` counts data rows that could not become
+    problems (``trex-eval benchmarks validate`` lists them).
+    """
 
     name: str
-    source: str
+    source: str = ""
     title: str
     version: int
     sha256: str
@@ -82,6 +87,12 @@ class BenchmarkEntry(Record):
     extractor: str
     prompt_set: str
     template_sha256: str
+    limits: SandboxLimits | None = None
+
+    @property
+    def requested(self) -> str:
+        """How to load this benchmark again: its recorded source, else its name."""
+        return self.source or self.name
 
 
 class RunSettings(Record):
@@ -92,7 +103,9 @@ class RunSettings(Record):
     (trex-eval's corrected grading) or ``trex-compat`` (the reference
     harness's rules, extractors and code rewrites). ``samples`` is the number of completions per
     problem; ``limit`` the first-n problems per benchmark (``None`` = all); ``extractor`` an
-    extractor override (``None``: each benchmark's protocol default, recorded per benchmark).
+    extractor override (``None``: each benchmark's protocol default, recorded per benchmark);
+    ``limits`` the sandbox limits asked for (``None``: the protocol's defaults; the limits each
+    benchmark's programs ran under are in its entry).
     """
 
     model: BackendSpec
@@ -106,6 +119,7 @@ class RunSettings(Record):
     few_shot_strategy: FewShotStrategy = "random"
     few_shot_source: str | None = None
     gurobi: GurobiPolicy = "auto"
+    limits: SandboxLimits | None = None
     benchmarks: tuple[BenchmarkEntry, ...]
 
 

@@ -283,8 +283,12 @@ class OpenAICompatBackend:
         base_url: str | None = None,
         api_key: str | None = None,
         served_model: str | None = None,
+        trust_env: bool = True,
     ) -> None:
         self.name = spec.name
+        # False for servers the harness started on loopback: a proxy from the environment
+        # (HTTP_PROXY) must not capture requests to 127.0.0.1.
+        self._trust_env = trust_env
         self._options = parse_options(spec, strict=False)
         root = base_url or self._options.base_url
         if not root:
@@ -333,6 +337,7 @@ class OpenAICompatBackend:
             headers=headers,
             timeout=httpx.Timeout(self._options.timeout_s),
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            trust_env=self._trust_env,
         )
         self._slots = asyncio.Semaphore(concurrency)
         self._closed = False

@@ -130,7 +130,10 @@ class ServedBackend(abc.ABC):
         try:
             await self._on_ready(server)
             client = OpenAICompatBackend(
-                self._client_spec, base_url=server.base_url, served_model=self._served_model()
+                self._client_spec,
+                base_url=server.base_url,
+                served_model=self._served_model(),
+                trust_env=False,
             )
             await client.start()
         except BaseException:

@@ -17,13 +17,14 @@ import asyncio
 import atexit
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,11 +111,15 @@ class ServerProcess:
         """
         if self._process is not None:
             raise BackendError(f"{self.launch.label} was already started (pid {self._process.pid})")
+        if shutil.which(self.launch.argv[0]) is None:
+            raise BackendError(
+                f"cannot start {self.launch.label}: {self.launch.argv[0]}: no such executable file"
+            )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             try:
                 self._process = subprocess.Popen(
-                    self.launch.argv,
+                    _dying_with_this_process(self.launch.argv),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -233,3 +238,11 @@ def _kill_live_servers() -> None:
     for server in list(_LIVE):
         if server.pid is not None:
             _signal_group(server.pid, signal.SIGKILL)
+
+
+def _dying_with_this_process(argv: Sequence[str]) -> list[str]:
+    """``argv`` behind ``setpriv --pdeathsig KILL`` when util-linux has it: a harness killed with
+    SIGKILL (or by the OOM killer) runs no clean-up, and a vLLM server left behind would keep the
+    GPU. (The server is started from the event loop's thread, which lives as long as the run.)"""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else list(argv)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from pydantic import ValidationError
 from rich.table import Table
 
 from trex_eval.cli._common import DataDirOption, data_dir_for, data_dir_or_pull, echo_text, err, out
@@ -215,9 +216,37 @@ def run(
 
     command = tuple(sys.argv)
     if resume is not None:
-        recorded = RunStore.open(resume).read_manifest().settings.benchmarks
-        root = data_dir_for([b.source for b in recorded], data_dir)
-        request = runner.resume_request(resume, data_dir=root, command=command, show_progress=not no_progress)
+        ignored = [
+            flag
+            for flag, given in (
+                ("--model", model is not None),
+                ("--opt", bool(opt)),
+                ("--benchmarks", bool(benchmarks)),
+                ("--benchmark-file", bool(benchmark_file)),
+                ("--samples", samples != 1),
+                ("--limit", limit is not None),
+                ("--rule", bool(rule)),
+                ("--protocol", protocol != "default"),
+                ("--few-shot", few_shot != 0),
+                ("--timeout", wall_s is not None),
+                ("--memory-mib", memory_mib is not None),
+                ("--gurobi", gurobi != "auto"),
+                ("--prompt-set", prompt_set != "t-rex"),
+                ("--out", out_dir is not None),
+            )
+            if given
+        ]
+        if ignored:
+            raise ConfigError(
+                f"--resume continues a run with its recorded settings; "
+                f"{', '.join(ignored)} cannot change them",
+                hint="drop those flags, or start a new run with --out",
+            )
+        recorded = RunStore(resume).read_manifest().settings.benchmarks
+        root = data_dir_for([b.requested for b in recorded], data_dir)
+        request = runner.resume_request(
+            resume, data_dir=root, workers=workers, command=command, show_progress=not no_progress
+        )
     else:
         if model is None:
             raise ConfigError("choose a model with --model NAME", hint="`trex-eval models` lists the presets")
@@ -230,14 +259,23 @@ def run(
         if gurobi not in ("auto", "real", "compat"):
             raise ConfigError(f"unknown --gurobi policy {gurobi!r}", hint="use auto, real or compat")
         spec = resolve_preset(model, presets=load_presets(user_file=models_file), overrides=_overrides(opt))
+        if workers < 1:
+            raise ConfigError("--workers must be at least 1")
+        if few_shot < 0:
+            raise ConfigError("--few-shot must be 0 or more")
         limits = None
         if wall_s is not None or memory_mib is not None:
-            base = SandboxLimits()
-            limits = base.model_copy(
-                update={
-                    k: v for k, v in (("wall_s", wall_s), ("cpu_s", wall_s), ("memory_mib", memory_mib)) if v
-                }
-            )
+            chosen = {"wall_s": wall_s, "cpu_s": wall_s, "memory_mib": memory_mib}
+            try:
+                limits = SandboxLimits(
+                    **{**SandboxLimits().model_dump(), **{k: v for k, v in chosen.items() if v is not None}}
+                )
+            except ValidationError as error:
+                problem = error.errors()[0]
+                raise ConfigError(
+                    f"invalid sandbox limit {'.'.join(map(str, problem['loc']))}: {problem['msg']}",
+                    hint="--timeout is in seconds (> 0); --memory-mib is at least 64",
+                ) from None
         names = (_split(benchmarks) + tuple(str(p) for p in benchmark_file)) or runner.ALL_BENCHMARKS
         request = runner.RunRequest(
             model=spec,
@@ -330,7 +368,7 @@ def grade(
     if protocol not in ("default", "trex-compat"):
         raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
     if (given[0] / MANIFEST).is_file():
-        names = [b.source for b in RunStore.open(given[0]).read_manifest().settings.benchmarks]
+        names = [b.requested for b in RunStore(given[0]).read_manifest().settings.benchmarks]
     else:
         names = [benchmark] if benchmark else []
     request = regrade.request_for(
