@@ -20,8 +20,9 @@ from fake_server import FakeOpenAIServer, Reply
 from trex_eval import runner
 from trex_eval.backends.base import BackendSpec
 from trex_eval.backends.presets import load_presets, resolve_preset
-from trex_eval.errors import StoreError
+from trex_eval.errors import BenchmarkError, StoreError
 from trex_eval.records import SamplingParams, Verdict
+from trex_eval.sandbox import SandboxLimits
 from trex_eval.store import RunStore
 
 # Reference-harness §1.3/§1.4/§9: items whose reference solution cannot pass a correct grader.
@@ -287,3 +288,97 @@ def test_failed_requests_count_as_failures(tmp_path: Path, data_dir: Path) -> No
     )
     verdicts = Counter(r.grade.verdict for r in RunStore(result.run_dir).iter_samples())
     assert verdicts == {Verdict.NO_SOLVE: 3, Verdict.API_ERROR: 2}
+
+
+def test_resume_keeps_each_benchmarks_rule_and_the_sandbox_limits(tmp_path: Path, data_dir: Path) -> None:
+    """A BYO benchmark whose YAML sets its own tolerance next to nl4opt: two different rules."""
+    yaml_path = tmp_path / "mine.yaml"
+    (tmp_path / "rows.jsonl").write_text('{"id": "a", "q": "Maximise x with x <= 3", "ans": 3}\n')
+    yaml_path.write_text(
+        "name: mine\ntitle: Mine\nsource:\n  path: rows.jsonl\n"
+        "fields:\n  id: id\n  question: q\n  answer: ans\n"
+        "grader:\n  kind: objective\n  rule: strict\n  compat_rule: trex-compat\n  rtol: 0.001\n"
+        "prompt:\n  task: solve\n"
+    )
+    limits = SandboxLimits(wall_s=45.0, cpu_s=45.0, memory_mib=1024)
+    request = runner.RunRequest(
+        model=_reference_spec(),
+        data_dir=data_dir,
+        benchmarks=("nl4opt", str(yaml_path)),
+        limit=2,
+        sandbox=runner.SandboxSettings(limits=limits),
+        out=tmp_path / "run",
+        show_progress=False,
+    )
+    first = runner.run(request)
+    rules = {b.name: b.rule for b in RunStore(first.run_dir).read_manifest().settings.benchmarks}
+    assert rules == {"nl4opt": "strict@1", "mine": "strict@1:rtol=0.001"}
+    resumed = runner.resume_request(first.run_dir, data_dir=data_dir, show_progress=False)
+    assert resumed.sandbox.limits == limits
+    again = runner.run(resumed)  # identical settings: nothing to do, no "conflicting rules"
+    assert again.graded_now == 0
+    entries = RunStore(first.run_dir).read_manifest().settings.benchmarks
+    assert all(entry.limits == limits for entry in entries)
+
+
+def test_compat_protocol_uses_the_reference_timeout_per_benchmark(tmp_path: Path, data_dir: Path) -> None:
+    request = runner.RunRequest(
+        model=_reference_spec(),
+        data_dir=data_dir,
+        benchmarks=("nl4opt", "b4o-orgeval"),
+        limit=1,
+        protocol="trex-compat",
+        out=tmp_path / "run",
+        show_progress=False,
+    )
+    walls = {item.bench.name: item.limits.wall_s for item in runner.prepare_benchmarks(request)}
+    assert walls == {"nl4opt": 360.0, "b4o-orgeval": 180.0}  # reference-harness §4.1 and §4.2
+
+
+def test_failed_requests_are_retried_when_the_run_is_resumed(tmp_path: Path, data_dir: Path) -> None:
+    recorded = tmp_path / "recorded.jsonl"
+    recorded.write_text(json.dumps({"problem_id": "0", "completion": "```python\nprint(1)\n```"}) + "\n")
+    spec = BackendSpec(
+        name="replayed",
+        backend="replay",
+        model="x",
+        options={"path": str(recorded)},
+        sampling=SamplingParams(),
+    )
+    request = runner.RunRequest(
+        model=spec,
+        data_dir=data_dir,
+        benchmarks=("nl4opt",),
+        limit=2,
+        out=tmp_path / "run",
+        show_progress=False,
+    )
+    runner.run(request)
+    verdicts = {r.problem_id: r.grade.verdict for r in RunStore(tmp_path / "run").iter_samples()}
+    assert verdicts == {"0": Verdict.NO_SOLVE, "1": Verdict.API_ERROR}
+    with recorded.open("a") as handle:  # the missing completion arrives
+        handle.write(json.dumps({"problem_id": "1", "completion": "```python\nprint(2)\n```"}) + "\n")
+    resumed = runner.run(runner.resume_request(tmp_path / "run", data_dir=data_dir, show_progress=False))
+    assert (resumed.generated_now, resumed.graded_now) == (1, 1)
+    verdicts = {r.problem_id: r.grade.verdict for r in RunStore(tmp_path / "run").iter_samples()}
+    assert verdicts == {"0": Verdict.NO_SOLVE, "1": Verdict.NO_SOLVE}
+
+
+def test_a_benchmark_without_usable_rows_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    (tmp_path / "rows.jsonl").write_text('{"id": "a", "ans": 3}\n')
+    yaml_path = tmp_path / "empty.yaml"
+    yaml_path.write_text(
+        "name: empty\ntitle: Empty\nsource:\n  path: rows.jsonl\nfields:\n  id: id\n  question: q\n"
+        "  answer: ans\ngrader:\n  kind: objective\n  rule: strict\n  compat_rule: trex-compat\n"
+        "prompt:\n  task: solve\n"
+    )
+    request = runner.RunRequest(
+        model=_reference_spec(),
+        data_dir=None,
+        benchmarks=(str(yaml_path),),
+        out=tmp_path / "run",
+        show_progress=False,
+    )
+    with pytest.raises(BenchmarkError, match="no usable problems"):
+        runner.run(request)
+    assert not (tmp_path / "run").exists()

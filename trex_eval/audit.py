@@ -10,7 +10,9 @@ per-item CSV gives the reason a person can check.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
+import secrets
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,7 +79,8 @@ def audit(
     if gurobi != "auto":
         tag += f"-gurobi-{gurobi}"
     csv_path = csv_path or results_dir / f"audit-{tag}.csv"
-    run_dir = results_dir / f"audit-{tag}-run"
+    # A fresh directory each time: resuming an earlier audit would report its old grades.
+    run_dir = results_dir / f"audit-{tag}-{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
     spec = BackendSpec(
         name="reference",
         backend="reference",

@@ -23,6 +23,7 @@ import asyncio
 import datetime as dt
 import gc
 import re
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from pathlib import Path
 from trex_eval import provenance
 from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest, create_backend
 from trex_eval.benchmark import Benchmark, load_benchmark
-from trex_eval.errors import ConfigError, StoreError
+from trex_eval.errors import BenchmarkError, ConfigError, StoreError
 from trex_eval.evaluation import EvaluationPlan, plan_for
 from trex_eval.fewshot import FewShotPool, PoolItem, SelectionPolicy, Strategy, retrieval_text, select
 from trex_eval.grading import STRUCTURE_VARIANTS
@@ -218,9 +219,20 @@ def prepare_benchmarks(request: RunRequest) -> list[_Benchmark]:
     if request.limit is not None and request.limit < 1:
         raise ConfigError("--limit must be at least 1")
     objective_rule, structure_rule = _split_rules(request.rules)
-    prepared = []
+    prepared: list[_Benchmark] = []
     for name in dict.fromkeys(request.benchmarks):
         bench = load_benchmark(name, data_dir=request.data_dir)
+        if not bench.problems:
+            raise BenchmarkError(
+                f"benchmark '{bench.name}' has no usable problems",
+                where=str(bench.spec_path),
+                hint=f"`trex-eval benchmarks validate {name}` lists what is wrong with its rows",
+            )
+        if any(item.bench.name == bench.name for item in prepared):
+            raise ConfigError(
+                f"two requested benchmarks are both named '{bench.name}'",
+                hint="give each benchmark YAML its own `name:`",
+            )
         problems = bench.problems[: request.limit] if request.limit else bench.problems
         kind = bench.spec.grader.kind
         rule = request.rules_by_benchmark.get(name) or (
@@ -264,8 +276,9 @@ def prepare_benchmarks(request: RunRequest) -> list[_Benchmark]:
 
 def _few_shot_examples(item: _Benchmark, request: RunRequest) -> dict[str, tuple[FewShotExample, ...]]:
     pool = FewShotPool(_few_shot_pool(item, request.few_shot.source))
+    seed = request.model.sampling.seed
     policy = SelectionPolicy(
-        k=request.few_shot.k, strategy=request.few_shot.strategy, seed=request.model.sampling.seed or 42
+        k=request.few_shot.k, strategy=request.few_shot.strategy, seed=42 if seed is None else seed
     )
     return {
         p.id: tuple(
@@ -342,7 +355,8 @@ def default_run_id(request: RunRequest, *, now: dt.datetime | None = None) -> st
     stamp = (now or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
     name = re.sub(r"[^A-Za-z0-9._-]", "_", request.model.name)
     protocol = "" if request.protocol == "default" else f"-{request.protocol}"
-    return f"{name}-{request.prompt_set}{protocol}-{stamp}"
+    # The suffix keeps two runs started in the same second apart.
+    return f"{name}-{request.prompt_set}{protocol}-{stamp}-{secrets.token_hex(2)}"
 
 
 def _open_store(request: RunRequest, settings: RunSettings) -> RunStore:
@@ -402,8 +416,9 @@ async def run_async(request: RunRequest) -> RunResult:
 async def _execute(
     request: RunRequest, prepared: Sequence[_Benchmark], settings: RunSettings, store: RunStore
 ) -> RunResult:
-    graded = store.graded_keys()
-    stored = {line.key: line for line in store.iter_completions()}
+    # A sample whose model request failed is tried again when the run is resumed.
+    graded = {r.key for r in store.iter_samples() if r.grade.verdict is not Verdict.API_ERROR}
+    stored = {line.key: line for line in store.iter_completions() if line.completion.error is None}
     # Problems, prompts and stored completions live for the whole run; moving them out of the
     # collector's reach keeps full collections (triggered by per-sample records) from re-scanning
     # them: halves the harness's per-sample overhead (scripts/bench_harness_overhead.py).
@@ -416,10 +431,16 @@ async def _execute(
         for i in range(request.samples)
         if (item.bench.name, problem.id, i) not in graded
     ]
+    # Programs must not read the answers (data directory, benchmark folders) or other samples'
+    # grades (run directories).
+    hidden = {str(store.root.resolve().parent), *(str(item.bench.root) for item in prepared)}
+    if request.data_dir is not None:
+        hidden.add(str(request.data_dir))
     pool = SandboxPool(
         limits=SandboxLimits(),
         workers=request.sandbox.workers,
         isolation=request.sandbox.isolation,  # type: ignore[arg-type]
+        hidden=tuple(sorted(hidden)),
     )
     needs_model = any((item.bench.name, p.id, i) not in stored for item, p, i in todo)
     backend = create_backend(request.model) if needs_model else None
@@ -441,17 +462,16 @@ async def _execute(
         if backend is not None:
             await backend.start()
         manifest = store.read_manifest()
-        store.write_manifest(
-            manifest.model_copy(
-                update={
-                    "provenance": provenance.collect(
-                        request.data_dir,
-                        sandbox=pool.describe(),
-                        backend=dict(backend.describe()) if backend else None,
-                    )
-                }
-            )
+        session = provenance.collect(
+            request.data_dir, sandbox=pool.describe(), backend=dict(backend.describe()) if backend else None
         )
+        if manifest.provenance:
+            # A resumed run: keep what every earlier session ran with.
+            earlier = [*manifest.provenance.get("earlier_sessions", []), {**manifest.provenance}]
+            for entry in earlier:
+                entry.pop("earlier_sessions", None)
+            session["earlier_sessions"] = earlier
+        store.write_manifest(manifest.model_copy(update={"provenance": session}))
         if graded:
             passed = [r.benchmark for r in store.iter_samples() if r.grade.passed]
             for item in prepared:
@@ -459,8 +479,8 @@ async def _execute(
                 progress.restore(item.bench.name, done=done, passed=passed.count(item.bench.name))
         references = _ReferenceModels()
         with progress:
-            await asyncio.gather(
-                *(
+            tasks = [
+                asyncio.ensure_future(
                     _one_sample(
                         item,
                         problem,
@@ -474,13 +494,22 @@ async def _execute(
                         progress,
                         counters,
                     )
-                    for item, problem, i in todo
                 )
-            )
+                for item, problem, i in todo
+            ]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:
+                # One failure ends the run: stop the others before the pool and backend go away.
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
     finally:
         if backend is not None:
             await backend.close()
         await asyncio.to_thread(pool.close)
+        gc.unfreeze()
     return _finish(store, settings, counters)
 
 

@@ -17,6 +17,7 @@ the end means the file was edited by hand: :class:`~trex_eval.errors.StoreError`
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -182,13 +183,34 @@ def read_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+LOCK = ".lock"
+
+
 class RunStore:
-    """Append-only writer/reader of one run directory. Thread-safe appends."""
+    """Append-only writer/reader of one run directory. Thread-safe appends.
+
+    ``RunStore(root)`` only reads. :meth:`create` and :meth:`open` are for the one process that
+    writes the run: they hold an exclusive lock on the directory until :meth:`close`, so a second
+    `run --resume` of the same directory fails instead of interleaving records.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._lock = threading.Lock()
         self._handles: dict[str, IO[str]] = {}
+        self._dir_lock: IO[str] | None = None
+
+    def _take_lock(self) -> None:
+        handle = (self.root / LOCK).open("a")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise StoreError(
+                f"another trex-eval process is writing {self.root}",
+                hint="wait for it to finish (or stop it), then resume",
+            ) from None
+        self._dir_lock = handle
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -201,6 +223,10 @@ class RunStore:
             )
         root.mkdir(parents=True, exist_ok=True)
         store = cls(root)
+        store._take_lock()
+        if (root / MANIFEST).exists():
+            store.close()
+            raise StoreError(f"{root} already holds a run", hint="choose another --out")
         store.write_manifest(manifest)
         return store
 
@@ -209,15 +235,20 @@ class RunStore:
         """Open an existing run directory for resuming (cuts torn tails)."""
         if not (root / MANIFEST).is_file():
             raise StoreError(f"{root} is not a run directory (no {MANIFEST})")
+        store = cls(root)
+        store._take_lock()
         for name in (COMPLETIONS, SAMPLES):
             _cut_torn_tail(root / name)
-        return cls(root)
+        return store
 
     def close(self) -> None:
         with self._lock:
             for handle in self._handles.values():
                 handle.close()
             self._handles.clear()
+            if self._dir_lock is not None:
+                self._dir_lock.close()
+                self._dir_lock = None
 
     def __enter__(self) -> RunStore:
         return self

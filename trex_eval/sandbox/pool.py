@@ -15,6 +15,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,7 +23,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from ..errors import SandboxError
-from ..records import ExecStatus, Execution
+from ..records import ExecStatus, Execution, SolveRecord
 from . import launch
 from .isolation import IsolationReport, probe_isolation
 from .job import Job
@@ -31,7 +32,7 @@ from .limits import SandboxLimits
 from .outcome import build_execution, gurobipy_licence_failure
 from .runtime.contract import WorkerConfig
 from .verify import verify_solve
-from .worker import Spawner, WorkerFailure, WorkerProcess
+from .worker import Spawner, WorkerFailure, WorkerGone, WorkerProcess
 
 logger = logging.getLogger("trex_eval.sandbox")
 
@@ -60,6 +61,8 @@ loaded first, OR-Tools MathOpt solves crash with SIGSEGV, in or out of the sandb
 
 DEFAULT_LIMITS = SandboxLimits()
 _REPLY_MARGIN_S = 30.0
+_VERIFY_BUDGET_S = 10.0
+"""Seconds of HiGHS re-solves spent on one program's solves before the earlier ones are skipped."""
 _VERSIONED = (
     "gurobipy",
     "coptpy",
@@ -204,6 +207,9 @@ class SandboxPool:
                 break
             if isinstance(idle, WorkerProcess):
                 idle.release()
+        # Threads already waiting for a worker must wake up and fail, not wait forever; each one
+        # puts the marker back for the next.
+        self._idle.put(_Broken("the sandbox pool is closed"))
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
         if self._spawner is not None:
@@ -379,10 +385,6 @@ class SandboxPool:
 
     def _execute(self, job: Job, gurobi: str, limits: SandboxLimits) -> Execution:
         report = self._require_started()
-        process = self._idle.get()
-        if isinstance(process, _Broken):
-            self._idle.put(process)
-            raise SandboxError(f"the sandbox cannot replace a dead worker: {process.reason}", where="sandbox")
         nonce = secrets.token_hex(16)
         request = {
             "id": nonce[:8],
@@ -393,17 +395,30 @@ class SandboxPool:
             "nonce": nonce,
             "limits": limits.model_dump(),
         }
-        try:
-            reply = process.request(request, limits.wall_s + _REPLY_MARGIN_S)
-        except WorkerFailure as error:
-            self._replace(process)
-            if self._closed:
-                raise SandboxError("the sandbox pool was closed while the program ran") from None
-            return Execution(
-                status=ExecStatus.KILLED,
-                detail=f"the sandbox worker died while running the program: {error}"[:1000],
-                isolation=report.level,
-            )
+        for attempt in range(2):
+            process = self._idle.get()
+            if isinstance(process, _Broken):
+                self._idle.put(process)
+                raise SandboxError(f"the sandbox cannot serve the job: {process.reason}", where="sandbox")
+            try:
+                reply = process.request(request, limits.wall_s + _REPLY_MARGIN_S)
+                break
+            except WorkerGone:
+                # The job never started: not the program's fault. One more worker, then give up.
+                self._replace(process)
+                if self._closed or attempt:
+                    raise SandboxError(
+                        "sandbox workers keep dying before a job starts", where="sandbox"
+                    ) from None
+            except WorkerFailure as error:
+                self._replace(process)
+                if self._closed:
+                    raise SandboxError("the sandbox pool was closed while the program ran") from None
+                return Execution(
+                    status=ExecStatus.KILLED,
+                    detail=f"the sandbox worker died while running the program: {error}"[:1000],
+                    isolation=report.level,
+                )
         self._idle.put(process)
         if "error" in reply:
             raise SandboxError(f"the sandbox failed to run a job: {reply['error']}", where="sandbox")
@@ -417,7 +432,18 @@ class SandboxPool:
     def _verified(self, execution: Execution) -> Execution:
         if not execution.solves:
             return execution
-        solves = tuple(verify_solve(solve) for solve in execution.solves)
+        # The last solve decides a grade and is always re-solved first; earlier ones share a time
+        # budget, so a program with thousands of solves cannot occupy the harness for minutes.
+        checked: list[SolveRecord] = []
+        started = time.monotonic()
+        for solve in reversed(execution.solves):
+            if checked and time.monotonic() - started > _VERIFY_BUDGET_S:
+                checked.append(
+                    solve.model_copy(update={"verification": "skipped: verification time budget spent"})
+                )
+            else:
+                checked.append(verify_solve(solve))
+        solves = tuple(reversed(checked))
         detail = execution.detail
         last = solves[-1]
         if last.verification == "mismatch":

@@ -29,6 +29,10 @@ class WorkerFailure(Exception):
     """The worker died, hung, or broke the protocol (the job it ran gets status ``killed``)."""
 
 
+class WorkerGone(WorkerFailure):
+    """The worker was already dead when a job was handed to it: the job never ran."""
+
+
 class WorkerProcess:
     """One running worker. Not thread-safe: the pool lends it to one caller at a time."""
 
@@ -66,12 +70,14 @@ class WorkerProcess:
 
     def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one job and wait for its reply (WorkerFailure on death or after ``timeout_s``)."""
+        if self.process.poll() is not None:
+            raise WorkerGone(f"worker exited with status {self.process.returncode} before the job")
         data = memoryview(framing.encode(message))
         try:
             while data:
                 data = data[os.write(self._in, data) :]
         except OSError as error:
-            raise WorkerFailure(f"worker stopped accepting jobs: {error}") from None
+            raise WorkerGone(f"worker stopped accepting jobs: {error}") from None
         return self._read_frame(time.monotonic() + timeout_s)
 
     def _read_frame(self, deadline: float) -> dict[str, Any]:

@@ -520,7 +520,8 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def _collect_files(workdir: str, patterns: list[str], *, limit_bytes: int) -> list[dict[str, Any]]:
-    """Regular files under ``workdir`` matching ``patterns`` (symlinks and specials ignored)."""
+    """Regular files under ``workdir`` matching ``patterns`` (symlinks and specials ignored), in
+    the order they were last written (graders take the last one as the program's final model)."""
     matchers = [_glob_regex(pattern) for pattern in patterns]
     found: list[dict[str, Any]] = []
     total = 0
@@ -550,10 +551,17 @@ def _collect_files(workdir: str, patterns: list[str], *, limit_bytes: int) -> li
                     "content": data.decode("utf-8", "surrogateescape"),
                     "size": size,
                     "truncated": len(data) < size,
+                    "mtime_ns": info.st_mtime_ns,
                 }
             )
             if len(found) >= _MAX_COLLECTED_FILES:
-                return found
+                break
+        else:
+            continue
+        break
+    found.sort(key=lambda item: (item["mtime_ns"], item["name"]))
+    for item in found:
+        del item["mtime_ns"]
     return found
 
 
