@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from trex_eval import assets, config
 from trex_eval.answers import AnswerError, parse_answer
@@ -111,6 +111,9 @@ class PromptSpec(_Spec):
 
 
 class BenchmarkSpec(_Spec):
+    """A benchmark file (see docs/byo-benchmark.md). ``instance_file`` is the name the program
+    finds its instance data under, in its working directory."""
+
     name: str
     title: str
     version: int = 1
@@ -123,6 +126,13 @@ class BenchmarkSpec(_Spec):
     reference_status: StatusSource | None = None
     grader: GraderSpec
     prompt: PromptSpec
+
+    @field_validator("instance_file")
+    @classmethod
+    def _plain_file_name(cls, value: str) -> str:
+        if not value or "/" in value or "\\" in value or value in (".", ".."):
+            raise ValueError("must be a plain file name such as data.json (no folders)")
+        return value
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Completion -> Program: pull the solver program out of a model's answer. Pure (no I/O).
 
-Three extractors are registered (``extract(..., extractor=name)``):
+Four extractors are registered (``extract(..., extractor=name)``): ``default``,
+``trex-compat-solver``, ``trex-compat-orgeval`` and ``raw`` (the whole text is the program, for
+recorded outputs that already hold extracted code).
 
 ``default``
     What a careful reader would run. Reasoning is never a source of code: ``<think>…</think>``
@@ -11,6 +13,8 @@ Three extractors are registered (``extract(..., extractor=name)``):
     ``python3``, ``py3`` (any case) or untagged, and ``<python>…</python>`` tags without fences
     inside. The choice prefers the *final complete program* over drafts:
 
+    0. a single closed, explicitly Python block is taken as it is (quality only matters to choose
+       between blocks; if it does not parse, the sandbox reports ``syntax_error``);
     1. the last closed candidate that parses (``ast``) and contains an ``import`` -- a complete,
        self-contained program; else a block left open at the end of the output (truncated at
        ``max_tokens``) that parses and imports;

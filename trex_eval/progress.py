@@ -20,8 +20,7 @@ from rich.progress import (
 class RunProgress:
     """Progress display on stderr. ``benchmarks`` maps name -> (title, number of samples).
 
-    With ``enabled=False`` (or when stderr is not a terminal and ``force`` is not set) nothing is
-    drawn, but notes are still printed.
+    With ``enabled=False`` nothing is drawn, but notes are still printed.
     """
 
     def __init__(self, benchmarks: Mapping[str, tuple[str, int]], *, enabled: bool = True) -> None:

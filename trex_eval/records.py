@@ -133,8 +133,9 @@ class ObjectiveReference(Record):
 
 
 class StructureReference(Record):
-    """Reference of a structure-graded problem: a reference LP file (path relative to the
-    benchmark data root) plus, where known, the solve status of that LP."""
+    """Reference of a structure-graded problem: a reference LP file (absolute path, as found when
+    the benchmark was loaded; ``lp_sha256`` identifies its content) plus, where known, the solve
+    status of that LP."""
 
     kind: Literal["structure"] = "structure"
     lp_path: str
@@ -259,6 +260,10 @@ class Program(Record):
 # --------------------------------------------------------------------------- execution
 
 
+VariableType = Literal["C", "I", "B", "S", "N"]
+"""Continuous, integer, binary, semi-continuous, semi-integer."""
+
+
 class LinearModel(Record):
     """Solver-neutral matrix form of a (mixed-integer) linear model, with flags for the parts
     that are not linear.
@@ -277,7 +282,7 @@ class LinearModel(Record):
     obj: tuple[float, ...]
     lb: tuple[float, ...]
     ub: tuple[float, ...]
-    vtype: tuple[str, ...]
+    vtype: tuple[VariableType, ...]
     row_names: tuple[str, ...]
     row_lower: tuple[float, ...]
     row_upper: tuple[float, ...]

@@ -163,12 +163,12 @@ class TestMixing:
         assert [column.label for column in board.columns] == ["toy[data cccccccc]", "toy[data dddddddd]"]
         assert any("old" in warning and "new" in warning and "split" in warning for warning in board.warnings)
 
-    def test_other_problem_counts_are_warned_about(self) -> None:
+    def test_other_problem_selections_get_their_own_columns(self) -> None:
         small = manifest("small", [entry("toy", problems=2)], model="m1")
         large = manifest("large", [entry("toy", problems=3)], model="m2")
         board = build_leaderboard([summarize(small, []), summarize(large, [])])
-        assert len(board.columns) == 1
-        assert "toy: runs selected different numbers of problems (small: 2, large: 3)" in board.warnings
+        assert [column.label for column in board.columns] == ["toy[n=2]", "toy[n=3]"]
+        assert any("small" in w and "large" in w and "problem selections" in w for w in board.warnings)
 
     def test_refusals(self, broken: RunResults) -> None:
         summary = summarize_results(broken)

@@ -64,8 +64,7 @@ def main() -> None:
     except TrexError as exc:
         err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
         sys.exit(2)
-    except KeyboardInterrupt:
-        err.print(
-            "interrupted: the run directory keeps everything finished so far; continue with --resume DIR"
-        )
-        sys.exit(130)
+    except OSError as exc:
+        # A path the user gave cannot be read or written (permissions, a missing folder, a full disk).
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        sys.exit(2)

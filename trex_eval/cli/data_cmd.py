@@ -51,7 +51,7 @@ def data_pull(
 
 @app.command("where")
 def data_where(data_dir: DataDirOption = None) -> None:
-    """Print the data directory in force (and where it came from)."""
+    """Print the data directory in force (--data-dir, else $TREX_DATA_DIR, else the user cache)."""
     from trex_eval import data
 
     out.print(str(data.resolve_data_dir(data_dir)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from pydantic import ValidationError
@@ -13,6 +13,9 @@ from rich.table import Table
 from trex_eval.cli._common import DataDirOption, data_dir_for, data_dir_or_pull, echo_text, err, out
 from trex_eval.errors import ConfigError
 from trex_eval.store import MANIFEST, RunStore
+
+if TYPE_CHECKING:
+    from trex_eval.runner import RunRequest, RunResult
 
 _PANEL_WHAT = "What to run"
 _PANEL_MODEL = "Model"
@@ -42,6 +45,18 @@ def _overrides(opts: list[str]) -> dict[str, str]:
             )
         parsed[key.strip()] = value.strip()
     return parsed
+
+
+def _run_interruptibly(request: RunRequest) -> RunResult:
+    """:func:`trex_eval.runner.run`, saying how to continue when the user presses Ctrl-C."""
+    from trex_eval import runner
+
+    try:
+        return runner.run(request)
+    except KeyboardInterrupt:
+        where = request.out or "results/<run-id>"
+        err.print(f"interrupted: finished samples are kept; continue with `trex-eval run --resume {where}`")
+        raise typer.Exit(130) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -102,7 +117,7 @@ def run(
         typer.Option(
             "--samples",
             "-k",
-            help="Completions per problem (seeds 42, 43, ...).",
+            help="Completions per problem (seeds: the preset's seed, +1, +2, ...).",
             rich_help_panel=_PANEL_WHAT,
         ),
     ] = 1,
@@ -293,7 +308,7 @@ def run(
             command=command,
             show_progress=not no_progress,
         )
-    result = runner.run(request)
+    result = _run_interruptibly(request)
     echo_text((result.run_dir / "summary.md").read_text(encoding="utf-8"))
     out.print(
         f"run directory: {result.run_dir}  ({result.generated_now} generated, {result.graded_now} graded now)"
@@ -357,7 +372,7 @@ def grade(
     Example: trex-eval grade --completions out.jsonl --benchmark my-bench --id-field qid
     --text-field response.choices.0.message.content --rule orlm
     """
-    from trex_eval import regrade, runner
+    from trex_eval import regrade
 
     given = [path for path in (source, completions) if path is not None]
     if len(given) != 1:
@@ -389,7 +404,7 @@ def grade(
         command=tuple(sys.argv),
         show_progress=not no_progress,
     )
-    result = runner.run(request)
+    result = _run_interruptibly(request)
     echo_text((result.run_dir / "summary.md").read_text(encoding="utf-8"))
     out.print(f"run directory: {result.run_dir}")
 

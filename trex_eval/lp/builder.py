@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from trex_eval.records import LinearModel
+from trex_eval.records import LinearModel, VariableType
 
 INF = math.inf
 RHS_INFINITY = 1e100
@@ -103,7 +103,7 @@ class ModelBuilder:
     obj: list[float] = field(default_factory=list)
     lb: list[float] = field(default_factory=list)
     ub: list[float] = field(default_factory=list)
-    vtype: list[str] = field(default_factory=list)
+    vtype: list[VariableType] = field(default_factory=list)
     rows: list[PendingRow] = field(default_factory=list)
     quadratic_objective: list[tuple[int, int, float]] = field(default_factory=list)
     n_quadratic_constraints: int = 0

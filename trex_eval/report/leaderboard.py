@@ -2,10 +2,11 @@
 :func:`leaderboard_from_dirs` (reads run directories) and :func:`write_leaderboard_csv`.
 
 **Mixing policy: split, and say so.** A column group is keyed by (benchmark, benchmark version,
-grading rule spec, dataset sha256). Runs that graded a benchmark under another rule or on other
-data never share a column: the benchmark is split into one column group per key, each labelled
-with what differs (``nl4opt[trex-compat@1]``, ``nl4opt[data 9c339c23]``), and a warning names
-the runs in each. The macro average follows the same rule: rows whose macro covers different
+grading rule spec, dataset sha256, number of problems selected). Runs that graded a benchmark
+under another rule, on other data or on another selection (``--limit``) never share a column: the
+benchmark is split into one column group per key, each labelled with what differs
+(``nl4opt[trex-compat@1]``, ``nl4opt[data 9c339c23]``, ``nl4opt[n=5]``), and a warning names the
+runs in each. The macro average follows the same rule: rows whose macro covers different
 column groups get different macro columns (``macro[1]``, ``macro[2]``: most column groups first),
 each defined by the groups it averages. Nothing is refused, so a leaderboard of mixed runs still
 prints, but no number ever sits under a header it does not match.
@@ -33,12 +34,14 @@ MACRO = "macro"
 
 
 class ColumnKey(NamedTuple):
-    """What makes two runs' numbers for a benchmark comparable."""
+    """What makes two runs' numbers for a benchmark comparable: the same benchmark version, rule,
+    data and selection of problems (a ``--limit 5`` smoke run never shares a full run's column)."""
 
     benchmark: str
     version: int
     rule: str
     dataset_sha256: str
+    problems: int
 
 
 class ColumnGroup(Record):
@@ -52,10 +55,11 @@ class ColumnGroup(Record):
     rule: str
     rule_description: str
     dataset_sha256: str
+    problems: int
 
     @property
     def key(self) -> ColumnKey:
-        return ColumnKey(self.benchmark, self.version, self.rule, self.dataset_sha256)
+        return ColumnKey(self.benchmark, self.version, self.rule, self.dataset_sha256, self.problems)
 
 
 class MacroColumn(Record):
@@ -247,7 +251,7 @@ def write_leaderboard_csv(board: Leaderboard, path: Path) -> None:
 
 
 def _key(bench: BenchmarkSummary) -> ColumnKey:
-    return ColumnKey(bench.benchmark, bench.version, bench.rule, bench.dataset_sha256)
+    return ColumnKey(bench.benchmark, bench.version, bench.rule, bench.dataset_sha256, bench.problems)
 
 
 def _pct(value: float | None) -> float | None:
@@ -275,6 +279,7 @@ def _column_groups(summaries: Sequence[RunSummary]) -> tuple[ColumnGroup, ...]:
                     rule=key.rule,
                     rule_description=bench.rule_description,
                     dataset_sha256=key.dataset_sha256,
+                    problems=key.problems,
                 )
             )
     return tuple(groups)
@@ -289,6 +294,8 @@ def _split_label(key: ColumnKey, siblings: Sequence[ColumnKey]) -> str:
         parts.append(key.rule)
     if len({sibling.dataset_sha256 for sibling in siblings}) > 1:
         parts.append(f"data {key.dataset_sha256[:8]}")
+    if len({sibling.problems for sibling in siblings}) > 1:
+        parts.append(f"n={key.problems}")
     return f"{key.benchmark}[{', '.join(parts)}]"
 
 
@@ -324,19 +331,14 @@ def _warnings(
         if len(groups) < 2:
             continue
         described = "; ".join(
-            f"{group.label} (rule {group.rule}, data {group.dataset_sha256[:12]}): "
+            f"{group.label} (rule {group.rule}, data {group.dataset_sha256[:12]}, n={group.problems}): "
             + ", ".join(row.summary.run.run_id for row in rows if group.label in row.cells)
             for group in groups
         )
         warnings.append(
-            f"{name} is split into {len(groups)} columns because the runs graded it under different rules "
-            f"or data versions: {described}"
+            f"{name} is split into {len(groups)} columns because the runs graded it under different rules, "
+            f"data versions or problem selections: {described}"
         )
-    for column in columns:
-        sizes = {row.summary.run.run_id: cell.problems for row in rows if (cell := row.cell(column.label))}
-        if len(set(sizes.values())) > 1:
-            listed = ", ".join(f"{run_id}: {size}" for run_id, size in sizes.items())
-            warnings.append(f"{column.label}: runs selected different numbers of problems ({listed})")
     if len(macro_columns) > 1:
         warnings.append(
             "the macro average is split because runs cover different column groups: "

@@ -239,13 +239,12 @@ def summarize_results(results: RunResults, *, interval: IntervalSettings | None 
 
 
 def _prompt_sets(settings: RunSettings) -> str:
-    """The prompt set asked for, plus the ones benchmarks without upstream templates fell back to."""
-    fallbacks = sorted({b.prompt_set for b in settings.benchmarks} - {settings.prompt_set})
-    if not fallbacks:
+    """The prompt set asked for; with ``t-rex``, also the sets that benchmarks without upstream
+    templates fell back to (``t-rex + neutral``)."""
+    if settings.prompt_set != DEFAULT_PROMPT_SET:
         return settings.prompt_set
-    used = {b.prompt_set for b in settings.benchmarks}
-    head = settings.prompt_set if settings.prompt_set in used else ""
-    return ", ".join([head, *fallbacks]) if head else ", ".join(fallbacks)
+    fallbacks = sorted({b.prompt_set for b in settings.benchmarks} - {settings.prompt_set})
+    return " + ".join([settings.prompt_set, *fallbacks])
 
 
 def identify(results: RunResults) -> RunIdentity:
@@ -431,7 +430,8 @@ def _selected_attempt(problem: ProblemSamples) -> SampleRecord | None:
 def _code_passed(record: SampleRecord) -> bool:
     evidence = record.grade.evidence
     if isinstance(evidence, StructureEvidence):
-        return True
+        # The structure check ran on a model it could read (an unreadable file has no checks).
+        return bool(evidence.checks)
     return (
         isinstance(evidence, ObjectiveEvidence)
         and evidence.predicted is not None

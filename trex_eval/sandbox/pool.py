@@ -79,7 +79,8 @@ _VERSIONED = (
 
 
 class _Broken:
-    """Placed in the idle queue when a worker cannot be replaced; every caller then fails loudly."""
+    """Placed in the idle queue when a worker cannot be replaced or the pool is closed; each caller
+    that draws it puts it back for the next and fails loudly."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason

@@ -2,9 +2,10 @@
 
 * :class:`PostImportHooks` installs a solver hook right after its module finishes importing, so
   libraries the worker did not pre-import are hooked too (cvxpy, pyomo, the compat gurobipy).
-* :func:`select_gurobipy` decides, in the forked job, which gurobipy ``import gurobipy`` yields:
-  the real one the worker pre-imported, or the licence-free compat layer. Either way the import
-  itself is observed, so the harness can record which implementation the program saw.
+* :class:`GurobipySwitch` decides, in the forked job, which gurobipy ``import gurobipy`` yields:
+  the real one (pre-imported by the worker or imported now), or the licence-free compat layer.
+  Either way the import itself is observed, so the harness can record which implementation the
+  program saw.
 """
 
 from __future__ import annotations
