@@ -31,6 +31,7 @@ from trex_eval.records import (
     SamplingParams,
     Verdict,
 )
+from trex_eval.report.runs import natural_key
 from trex_eval.store import RunStore
 
 CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "reason", "known_issue")
@@ -103,7 +104,7 @@ def audit(
     result = runner.run(request)
     order = {name: i for i, name in enumerate(names)}
     samples = sorted(
-        RunStore(result.run_dir).iter_samples(), key=lambda r: (order[r.benchmark], _id_key(r.problem_id))
+        RunStore(result.run_dir).iter_samples(), key=lambda r: (order[r.benchmark], natural_key(r.problem_id))
     )
     issues = known_issues()
     rows = tuple(
@@ -112,11 +113,6 @@ def audit(
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     csv_path.write_text(_to_csv(rows), encoding="utf-8")
     return AuditResult(csv_path, result.run_dir, rows, _markdown(rows, tag))
-
-
-def _id_key(problem_id: str) -> tuple[int, str]:
-    tail = problem_id.rsplit("_", 1)[-1]
-    return (int(tail), problem_id) if tail.isdigit() else (-1, problem_id)
 
 
 def _row(record: SampleRecord, known_issue: str) -> dict[str, str]:

@@ -26,8 +26,9 @@ from typing import Literal
 from trex_eval.benchmark import Benchmark
 from trex_eval.errors import ConfigError, GradingError
 from trex_eval.extract import extract
-from trex_eval.grading import get_rule, objective_grader, structure_grader
+from trex_eval.grading import STRUCTURE_DESCRIPTIONS, get_rule, objective_grader, structure_grader
 from trex_eval.grading.compat_rewrite import orgeval_rewrite, solver_rewrite
+from trex_eval.grading.objective_base import failure_verdict
 from trex_eval.lp import parse_lp, parse_mps
 from trex_eval.records import (
     Completion,
@@ -160,7 +161,7 @@ def _with_source(grade: Grade, source: str) -> Grade:
 def _failed(rule: str, execution: Execution, what: str) -> Grade:
     if execution.status is ExecStatus.OK or execution.status is ExecStatus.NO_SOLVE:
         return Grade(verdict=Verdict.NO_SOLVE, rule=rule, reason=what)
-    verdict = Verdict(execution.status.value)
+    verdict = failure_verdict(execution.status)
     detail = execution.detail or execution.error_type or ""
     return Grade(
         verdict=verdict, rule=rule, reason=f"{what}: {verdict.value}" + (f" ({detail})" if detail else "")
@@ -216,8 +217,5 @@ def plan_for(
         resolved = get_rule(chosen)
         return EvaluationPlan(benchmark, protocol, extractor, resolved.spec, resolved.description, gurobi)
     structure_grader(chosen)  # validates the name now rather than at the first sample
-    description = {
-        "orgeval-fixed": "structural equivalence incl. sense, constant, bounds, integrality, class sizes",
-        "orgeval-trex-compat": "the reference ORGEval check (LP round trip, md5-WL colour sets, sufficiency)",
-    }.get(chosen, chosen)
+    description = STRUCTURE_DESCRIPTIONS.get(chosen, chosen)
     return EvaluationPlan(benchmark, protocol, extractor, chosen, description, gurobi)

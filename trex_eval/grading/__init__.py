@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_RULE",
     "DEFAULT_STRUCTURE_VARIANT",
     "RULE_SUMMARIES",
+    "STRUCTURE_DESCRIPTIONS",
     "STRUCTURE_VARIANTS",
     "ObjectiveGrader",
     "ObjectiveRule",
@@ -54,6 +55,14 @@ STRUCTURE_VARIANTS: Mapping[str, str] = MappingProxyType(
     }
 )
 """Structure variant name -> ``"module:attribute"`` of its grader function."""
+
+STRUCTURE_DESCRIPTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "orgeval-fixed": "structural equivalence incl. sense, constant, bounds, integrality, class sizes",
+        "orgeval-trex-compat": "the reference ORGEval check (LP round trip, md5-WL colour sets, sufficiency)",
+    }
+)
+"""One line per structure variant, printed next to its numbers."""
 
 
 def objective_grader(rule: ObjectiveRule | str = DEFAULT_RULE) -> ObjectiveGrader:

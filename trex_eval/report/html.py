@@ -35,7 +35,14 @@ from trex_eval.report.markdown import ENVIRONMENT_MARK, MISSING_MARK
 from trex_eval.report.outcomes import Outcome, classify
 from trex_eval.report.published import PublishedScore
 from trex_eval.report.runs import BenchmarkResults, RunResults, natural_key
-from trex_eval.report.summary import DEFINITIONS, MACRO_LABEL, RunSummary, distinct_labels, summarize_results
+from trex_eval.report.summary import (
+    DEFINITIONS,
+    MACRO_LABEL,
+    RunSummary,
+    distinct_labels,
+    percent,
+    summarize_results,
+)
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -150,7 +157,7 @@ def render_html_report(
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    environment.filters["pct"] = _pct
+    environment.filters["pct"] = percent
     environment.filters["pp"] = _pp
     environment.filters["pvalue"] = lambda value: f"{value:.3g}"
     template = environment.get_template("report.html.j2")
@@ -424,10 +431,6 @@ def _clip(text: str, limit: int) -> str:
     head = limit // 4
     tail = limit - head
     return f"{text[:head]}\n[… {len(text) - head - tail} characters omitted …]\n{text[-tail:]}"
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.2f}"
 
 
 def _pp(value: float) -> str:

@@ -13,7 +13,7 @@ from trex_eval.report.compare import Comparison, ComparisonSet
 from trex_eval.report.leaderboard import Leaderboard, LeaderboardRow, build_leaderboard
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.published import PublishedScore
-from trex_eval.report.summary import DEFINITIONS, MACRO_LABEL, BenchmarkSummary, RunSummary
+from trex_eval.report.summary import DEFINITIONS, MACRO_LABEL, BenchmarkSummary, RunSummary, percent
 
 ENVIRONMENT_MARK = "†"
 MISSING_MARK = "‡"
@@ -194,10 +194,10 @@ def _sampling_table(benchmarks: Sequence[BenchmarkSummary]) -> list[str]:
     lines = [_row(header), _row(["---"] + ["---:"] * (len(header) - 1))]
     notes = []
     for bench in benchmarks:
-        cells = [bench.benchmark, _pct(bench.pass_at_1)]
-        cells += [_pct(bench.pass_at_k.get(k)) for k in ks]
-        cells += [_pct(bench.acc_at_k.get(k)) for k in ks]
-        cells += [_pct(bench.maj_at_k.get(k)) for k in ks]
+        cells = [bench.benchmark, percent(bench.pass_at_1)]
+        cells += [percent(bench.pass_at_k.get(k)) for k in ks]
+        cells += [percent(bench.acc_at_k.get(k)) for k in ks]
+        cells += [percent(bench.maj_at_k.get(k)) for k in ks]
         lines.append(_row(cells))
         if bench.maj_note:
             notes.append(f"- {bench.benchmark}: {bench.maj_note}")
@@ -241,8 +241,8 @@ def _comparison_section(comparison: Comparison) -> list[str]:
                 [
                     pair.benchmark,
                     str(pair.problems),
-                    _pct(pair.baseline_pass_at_1),
-                    _pct(pair.candidate_pass_at_1),
+                    percent(pair.baseline_pass_at_1),
+                    percent(pair.candidate_pass_at_1),
                     _delta(pair.difference, pair.ci_low, pair.ci_high),
                     str(pair.won),
                     str(pair.lost),
@@ -258,8 +258,8 @@ def _comparison_section(comparison: Comparison) -> list[str]:
                 [
                     "**overall** (macro)",
                     str(overall.problems),
-                    _pct(overall.baseline_macro),
-                    _pct(overall.candidate_macro),
+                    percent(overall.baseline_macro),
+                    percent(overall.candidate_macro),
                     _delta(overall.difference, overall.ci_low, overall.ci_high),
                     str(overall.won),
                     str(overall.lost),
@@ -286,7 +286,8 @@ def _score_cell(bench: BenchmarkSummary | None) -> str:
     marks = (ENVIRONMENT_MARK if bench.environment_failures else "") + (
         MISSING_MARK if bench.missing_samples else ""
     )
-    return f"{_pct(bench.pass_at_1)}{marks} [{_pct(bench.ci_low)}, {_pct(bench.ci_high)}] n={bench.problems}"
+    interval = f"[{percent(bench.ci_low)}, {percent(bench.ci_high)}]"
+    return f"{percent(bench.pass_at_1)}{marks} {interval} n={bench.problems}"
 
 
 def _macro_cell(row: LeaderboardRow, label: str) -> str:
@@ -294,12 +295,8 @@ def _macro_cell(row: LeaderboardRow, label: str) -> str:
     if row.macro_column != label or summary.macro_pass_at_1 is None:
         return "–"
     low, high = summary.macro_ci_low, summary.macro_ci_high
-    interval = f" [{_pct(low)}, {_pct(high)}]" if low is not None and high is not None else ""
-    return f"{_pct(summary.macro_pass_at_1)}{interval}"
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.2f}"
+    interval = f" [{percent(low)}, {percent(high)}]" if low is not None and high is not None else ""
+    return f"{percent(summary.macro_pass_at_1)}{interval}"
 
 
 def _delta(difference: float, low: float, high: float) -> str:

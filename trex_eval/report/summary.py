@@ -267,6 +267,11 @@ def identify(results: RunResults) -> RunIdentity:
     )
 
 
+def percent(value: float | None) -> str:
+    """A rate as a percentage with two decimals (``"71.81"``), or ``"–"`` when there is none."""
+    return "–" if value is None else f"{value * 100:.2f}"
+
+
 def distinct_labels(runs: Sequence[RunIdentity]) -> list[str]:
     """A label per run, unique among ``runs`` (whose run ids are unique): its
     :attr:`RunIdentity.display`, qualified where two runs would read the same by their served
