@@ -26,6 +26,11 @@ def _build_archive(data_dir: Path, *, tamper: str | None = None, drop: str | Non
         info = tarfile.TarInfo(f"{manifest.archive_root}/README.md")
         info.size = len(extra)
         tar.addfile(info, io.BytesIO(extra))
+        # The upstream licence sits at the repository root (optional, not checksum-verified).
+        licence = (data_dir / "LICENSE").read_bytes()
+        info = tarfile.TarInfo(f"{manifest.archive_root}/LICENSE")
+        info.size = len(licence)
+        tar.addfile(info, io.BytesIO(licence))
         for rel in manifest.files:
             if rel == drop:
                 continue
@@ -91,8 +96,9 @@ def test_pull_downloads_verifies_and_installs(tmp_path: Path, archive: bytes, da
         result = data.pull(dest, url=server.url, progress=lambda done, total: seen.append((done, total)))
         assert result == dest.absolute()
         report = data.verify_data_dir(dest)
-        assert report.ok and report.checked == len(data.load_manifest().files) == 1486
+        assert report.ok and report.checked == len(data.load_manifest().files) == 1485
         assert not (dest / "README.md").exists(), "files outside the manifest must not be installed"
+        assert (dest / "LICENSE").read_bytes() == (data_dir / "LICENSE").read_bytes()
         assert (dest / "data/NL4OPT/test.parquet").read_bytes() == (
             data_dir / "data/NL4OPT/test.parquet"
         ).read_bytes()
@@ -104,13 +110,17 @@ def test_pull_downloads_verifies_and_installs(tmp_path: Path, archive: bytes, da
 
 
 def test_pull_rejects_checksum_mismatch_and_installs_nothing(tmp_path: Path, data_dir: Path) -> None:
-    bad = _build_archive(data_dir, tamper="data/bench4opt/lp_code/model_7_problem7.lp", drop="LICENSE")
+    bad = _build_archive(
+        data_dir,
+        tamper="data/bench4opt/lp_code/model_7_problem7.lp",
+        drop="evaluation/nl4opt/prompt_template.txt",
+    )
     dest = tmp_path / "snapshot"
     with _Server(bad) as server, pytest.raises(DataError) as excinfo:
         data.pull(dest, url=server.url)
     message = str(excinfo.value)
     assert "corrupt (sha256 mismatch): data/bench4opt/lp_code/model_7_problem7.lp" in message
-    assert "missing from archive: LICENSE" in message
+    assert "missing from archive: evaluation/nl4opt/prompt_template.txt" in message
     assert "nothing was installed" in message
     assert not dest.exists()
     assert _leftovers(tmp_path) == []

@@ -34,7 +34,11 @@ _CHUNK = 1 << 16
 
 @dataclass(frozen=True)
 class DataManifest:
-    """The pinned upstream snapshot: where to download it and the sha256 of every file kept."""
+    """The pinned upstream snapshot: where to download it and the sha256 of every file kept.
+
+    ``optional`` files (the upstream licence) are copied when the archive has them at one of the
+    listed member paths, without a checksum: they are attribution, not benchmark data.
+    """
 
     repository: str
     commit: str
@@ -43,6 +47,7 @@ class DataManifest:
     default_member_prefix: str
     members: Mapping[str, str]
     files: Mapping[str, str]
+    optional: Mapping[str, tuple[str, ...]]
 
     def archive_member(self, relpath: str) -> str:
         """Path of ``relpath`` inside the archive (below ``archive_root``)."""
@@ -51,6 +56,14 @@ class DataManifest:
     @property
     def member_to_relpath(self) -> dict[str, str]:
         return {f"{self.archive_root}/{self.archive_member(rel)}": rel for rel in self.files}
+
+    @property
+    def optional_members(self) -> dict[str, str]:
+        return {
+            f"{self.archive_root}/{member}": rel
+            for rel, members in self.optional.items()
+            for member in members
+        }
 
 
 def load_manifest() -> DataManifest:
@@ -64,6 +77,7 @@ def load_manifest() -> DataManifest:
         default_member_prefix=raw["default_member_prefix"],
         members=raw.get("members", {}),
         files=raw["files"],
+        optional={rel: tuple(members) for rel, members in raw.get("optional", {}).items()},
     )
 
 
@@ -233,10 +247,17 @@ def _copy_hashing(source: IO[bytes], out: IO[bytes]) -> str:
 
 def _extract_verified(archive: Path, tree: Path, manifest: DataManifest) -> None:
     wanted = manifest.member_to_relpath
+    optional = manifest.optional_members
     found: set[str] = set()
     corrupt: list[str] = []
     try:
         for member, stream in _iter_members(archive):
+            if stream is not None and member.name in optional and not (tree / optional[member.name]).exists():
+                target = tree / optional[member.name]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("wb") as out:
+                    _copy_hashing(stream, out)
+                continue
             rel = wanted.get(member.name)
             if rel is None or stream is None:
                 continue
