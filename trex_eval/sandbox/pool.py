@@ -457,12 +457,15 @@ class SandboxPool:
 
 
 def _kept_under_tmp(command: tuple[str, ...]) -> list[str]:
-    """Top-level ``/tmp`` entries holding read-only binds of the interpreter (a virtualenv under
-    ``/tmp``): the worker's wipe between jobs must leave them alone."""
+    """Top-level ``/tmp`` entries that hold mounts of the sandbox itself (read-only binds of an
+    interpreter living under ``/tmp``, masks over hidden directories there): the worker's wipe
+    between jobs must leave them alone."""
     kept = []
-    for index, word in enumerate(command[:-2]):
-        target = command[index + 2]
-        if word == "--ro-bind" and target.startswith("/tmp/"):
+    for index, word in enumerate(command[:-1]):
+        target = (
+            command[index + 2] if word == "--ro-bind" and index + 2 < len(command) else command[index + 1]
+        )
+        if word in ("--ro-bind", "--tmpfs", "--dir") and target.startswith("/tmp/"):
             kept.append("/tmp/" + target.split("/")[2])
     return sorted(set(kept))
 

@@ -618,8 +618,12 @@ def _sweep_descendants() -> None:
 
 def _remove(path: str) -> None:
     def retry(function: Any, target: str, _: Any) -> None:
+        # A program may have taken the write bit off its own folders; give it back, but only
+        # inside the tree being removed (never on /tmp itself, which jobs must keep entering).
         try:
-            os.chmod(os.path.dirname(target), 0o700)
+            parent = os.path.dirname(target)
+            if parent.startswith(path + os.sep) or parent == path:
+                os.chmod(parent, 0o700)
             os.chmod(target, 0o700)
             function(target)
         except OSError:
