@@ -362,16 +362,14 @@ def default_run_id(request: RunRequest, *, now: dt.datetime | None = None) -> st
 def _open_store(request: RunRequest, settings: RunSettings) -> RunStore:
     run_dir = request.out or Path("results") / default_run_id(request)
     if (run_dir / "manifest.json").exists():
-        store = RunStore.open(run_dir)
-        previous = store.read_manifest().settings
+        previous = RunStore(run_dir).read_manifest().settings
         if previous != settings:
             raise StoreError(
                 f"{run_dir} holds a run with different settings: {_settings_diff(previous, settings)}",
                 hint="resume with exactly the same settings (`trex-eval run --resume DIR` reads them "
-                "from the "
-                "manifest), or choose another --out",
+                "from the manifest), or choose another --out",
             )
-        return store
+        return RunStore.open(run_dir)
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     manifest = RunManifest(run_id=run_dir.name, created_at=now, command=request.command, settings=settings)
     return RunStore.create(run_dir, manifest)

@@ -6,7 +6,9 @@ import os
 import secrets
 from pathlib import Path
 
-from trex_eval.sandbox import SandboxLimits
+import pytest
+
+from trex_eval.sandbox import SandboxLimits, SandboxPool
 
 STAND_IN = Path(__file__).parent / "compat_stand_in"
 """A test-only stand-in for the compat gurobipy layer (every model solves to 42)."""
@@ -44,3 +46,11 @@ def processes_with(text: str) -> list[int]:
         if text in command or text in name:
             found.append(int(entry))
     return found
+
+
+def require_bwrap(pool: SandboxPool) -> None:
+    """Skip (fail under CI) tests that need the bubblewrap isolation level."""
+    if pool.isolation != "bwrap":
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the sandbox under bubblewrap")
+        pytest.skip("needs bwrap isolation")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import STAND_IN, TIGHT, marker, processes_with
+from sandbox_support import STAND_IN, TIGHT, marker, processes_with, require_bwrap
 
 from trex_eval.records import ExecStatus, Execution, SolveStatus
 from trex_eval.sandbox import Job, SandboxPool
@@ -66,13 +66,6 @@ def require_namespaces(pool: SandboxPool) -> None:
         if os.environ.get("CI"):
             pytest.fail("CI must run the sandbox with namespace isolation (bwrap or unshare)")
         pytest.skip("needs bwrap or unshare isolation")
-
-
-def require_bwrap(pool: SandboxPool) -> None:
-    if pool.isolation != "bwrap":
-        if os.environ.get("CI"):
-            pytest.fail("CI must run the sandbox under bubblewrap")
-        pytest.skip("needs bwrap isolation")
 
 
 # ----------------------------------------------------------------------------- network
