@@ -172,6 +172,18 @@ def wrap_solve(
     return hooked
 
 
+def record_write(library: str, original: Any) -> Any:
+    """Wrap a model's ``write`` method so each file it writes is reported (``model_written``)."""
+
+    @functools.wraps(original)
+    def write(self: Any, filename: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, filename, *args, **kwargs)
+        RECORDER.emit("model_written", {"library": library, "path": str(filename)})
+        return result
+
+    return write
+
+
 def replace_attribute(owner: object, name: str, value: object) -> None:
     """Rebind ``owner.name`` (a library module's function or class) to its hooked version."""
     setattr(owner, name, value)

@@ -7,7 +7,6 @@ message starting ``(LICENSE)``; the harness treats that as a licence error.
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 from types import ModuleType
 from typing import Any
@@ -102,16 +101,6 @@ def _report(prepared: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result
     return fields
 
 
-def _record_write(original: Any) -> Any:
-    @functools.wraps(original)
-    def write(self: Any, filename: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, filename, *args, **kwargs)
-        c.RECORDER.emit("model_written", {"library": LIBRARY, "path": str(filename)})
-        return result
-
-    return write
-
-
 def install(module: ModuleType) -> None:
     model_class = module.Model
     if c.is_hooked(model_class.__dict__.get("solve")):
@@ -121,7 +110,7 @@ def install(module: ModuleType) -> None:
             setattr(model_class, name, c.wrap_solve(LIBRARY, getattr(model_class, name), _prepare, _report))
     for name in ("write", "writeLp", "writeMps"):
         if hasattr(model_class, name):
-            setattr(model_class, name, _record_write(getattr(model_class, name)))
+            setattr(model_class, name, c.record_write(LIBRARY, getattr(model_class, name)))
 
 
 def read_binding(obj: Any) -> dict[str, Any] | None:

@@ -143,22 +143,12 @@ def _watch_licence(original: Any) -> Any:
     return watched
 
 
-def _record_write(original: Any) -> Any:
-    @functools.wraps(original)
-    def write(self: Any, filename: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, filename, *args, **kwargs)
-        c.RECORDER.emit("model_written", {"library": LIBRARY, "path": str(filename)})
-        return result
-
-    return write
-
-
 def install(module: ModuleType) -> None:
     model_class = module.Model
     if c.is_hooked(model_class.__dict__.get("optimize")):
         return
     model_class.optimize = c.wrap_solve(LIBRARY, model_class.optimize, _prepare, _report)
-    model_class.write = _record_write(model_class.write)
+    model_class.write = c.record_write(LIBRARY, model_class.write)
     model_class.__init__ = _watch_licence(model_class.__init__)
 
 

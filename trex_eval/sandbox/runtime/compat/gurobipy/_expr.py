@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Union
 
+from ._attributes import AttributeAccess
 from ._errors import CompatNotImplementedError, GurobiError
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _nonlinear(what: str) -> CompatNotImplementedError:
 # --------------------------------------------------------------------------- Var
 
 
-class Var:
+class Var(AttributeAccess):
     """A decision variable of a :class:`Model`.
 
     Attributes (``X``, ``LB``, ``VarName``, ...) are read and written through the model, with
@@ -76,26 +77,6 @@ class Var:
         object.__setattr__(self, "_solution", None)
         object.__setattr__(self, "_serial", Var._next_serial)
         Var._next_serial += 1
-
-    # attributes ------------------------------------------------------------
-    def __getattr__(self, name: str) -> object:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self._model._get_attr_of(self, name)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name.startswith("_"):
-            object.__setattr__(self, name, value)
-            return
-        self._model._set_attr_of(self, name, value)
-
-    def getAttr(self, attrname: str) -> object:
-        """Value of attribute ``attrname`` (same as reading ``var.<attrname>``)."""
-        return self._model._get_attr_of(self, attrname)
-
-    def setAttr(self, attrname: str, newvalue: object) -> None:
-        """Queue ``attrname = newvalue``; applied at the next model update."""
-        self._model._set_attr_of(self, attrname, newvalue)
 
     @property
     def index(self) -> int:

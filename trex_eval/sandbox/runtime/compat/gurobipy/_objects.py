@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._attributes import AttributeAccess
+
 if TYPE_CHECKING:
     from ._expr import Var
     from ._model import Model
@@ -16,7 +18,7 @@ NOT_IN_MODEL = -1
 REMOVED = -2
 
 
-class ModelObject:
+class ModelObject(AttributeAccess):
     """Common part of the constraint classes: owning model, position and attribute values."""
 
     __slots__ = ("__dict__", "_future", "_index", "_model", "_props")
@@ -32,25 +34,6 @@ class ModelObject:
         object.__setattr__(self, "_index", NOT_IN_MODEL)
         object.__setattr__(self, "_future", model._future_index(self._kind))
         object.__setattr__(self, "_props", props)
-
-    def __getattr__(self, name: str) -> object:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self._model._get_attr_of(self, name)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name.startswith("_"):
-            object.__setattr__(self, name, value)
-            return
-        self._model._set_attr_of(self, name, value)
-
-    def getAttr(self, attrname: str) -> object:
-        """Value of attribute ``attrname``."""
-        return self._model._get_attr_of(self, attrname)
-
-    def setAttr(self, attrname: str, newvalue: object) -> None:
-        """Queue ``attrname = newvalue``; applied at the next model update."""
-        self._model._set_attr_of(self, attrname, newvalue)
 
     @property
     def index(self) -> int:
