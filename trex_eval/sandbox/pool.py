@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import importlib.metadata
-import json
 import logging
 import os
 import platform
@@ -322,18 +320,18 @@ class SandboxPool:
         in_bwrap = report.level == "bwrap"
         scratch = "/tmp" if in_bwrap else str(self._make_scratch(index))
         config = WorkerConfig(
-            preload=list(self.preload),
+            preload=tuple(self.preload),
             scratch=scratch,
-            wipe=["/tmp", "/dev/shm"] if in_bwrap else [],
-            keep=_kept_under_tmp(report.command) if in_bwrap else [],
+            wipe=("/tmp", "/dev/shm") if in_bwrap else (),
+            keep=tuple(_kept_under_tmp(report.command)) if in_bwrap else (),
             job_uid=(200_000 + secrets.randbelow(1 << 30)) if in_bwrap and report.privileged else None,
             parent_pid=os.getpid() if report.level == "rlimits" else None,
             allow_user_namespace=report.level != "rlimits" or not report.privileged,
             compat_root=str(self.compat_root),
             job_env=self._environment,
-            warmable=list(self.warmable),
+            warmable=tuple(self.warmable),
         )
-        return [*report.command, *launch.runtime_command("server", _config_json(config))]
+        return [*report.command, *launch.runtime_command("server", config.to_json())]
 
     def _make_scratch(self, index: int) -> Path:
         assert self._root is not None
@@ -472,10 +470,6 @@ def _kept_under_tmp(command: tuple[str, ...]) -> list[str]:
 
 def _join(first: str, second: str) -> str:
     return f"{first}; {second}" if first else second
-
-
-def _config_json(config: WorkerConfig) -> str:
-    return json.dumps(dataclasses.asdict(config))
 
 
 def _versions() -> dict[str, str]:

@@ -22,8 +22,7 @@ import signal
 import sys
 import traceback
 import types
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from . import hooks, native
 from .capture import RECORDER, describe_failure
@@ -37,8 +36,7 @@ _MIB = 1 << 20
 _OUTPUT_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
 
 
-@dataclass(frozen=True)
-class JobPlan:
+class JobPlan(NamedTuple):
     """Everything the forked process needs, prepared by the worker before the fork.
 
     Attributes:
@@ -48,7 +46,9 @@ class JobPlan:
         channel: result channel (the job keeps its descriptor).
         stdout_fd / stderr_fd: descriptors the program's fd 1 / fd 2 become.
         env: the complete environment of the program.
-        cpu_s / memory_mib / file_size_mib: limits (see ``trex_eval.sandbox.SandboxLimits``).
+        cpu_s / file_size_mib: limits (see ``trex_eval.sandbox.SandboxLimits``).
+        address_space_bytes: the ``RLIMIT_AS`` to set: the worker's address space at the fork
+            plus the job's memory allowance (what the job inherits is not charged to it).
         nofile: open-file limit.
         nproc_limit: ``RLIMIT_NPROC`` to set, or None where the kernel would not enforce it.
         job_uid: unprivileged uid (and gid) to switch to, or None to keep the worker's.
@@ -66,7 +66,7 @@ class JobPlan:
     stderr_fd: int
     env: dict[str, str]
     cpu_s: float
-    memory_mib: int
+    address_space_bytes: int
     file_size_mib: int
     nofile: int
     nproc_limit: int | None
@@ -79,12 +79,6 @@ class JobPlan:
 
 def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
     resource.setrlimit(which, (soft, soft if hard is None else hard))
-
-
-def _address_space_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        pages = int(handle.read().split()[0])
-    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 def confine(plan: JobPlan) -> None:
@@ -103,7 +97,7 @@ def confine(plan: JobPlan) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 20)
     os.chdir(plan.workdir)
-    _set_limit(resource.RLIMIT_AS, _address_space_bytes() + plan.memory_mib * _MIB)
+    _set_limit(resource.RLIMIT_AS, plan.address_space_bytes)
     # Soft = hard: the job is the init of its PID namespace, and an init ignores SIGXCPU (the
     # soft-limit signal); the hard limit's SIGKILL is forced.
     _set_limit(resource.RLIMIT_CPU, max(1, math.ceil(plan.cpu_s)))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from typing import NamedTuple
 
 WORKDIR_TOKEN = "@@TREX_WORKDIR@@"
 """Replaced in a program's text by the absolute working directory just before it runs."""
@@ -11,9 +12,11 @@ PROGRAM_FILE = "program.py"
 """File name of the program inside its working directory (its ``__file__``)."""
 
 
-@dataclass
-class WorkerConfig:
+class WorkerConfig(NamedTuple):
     """Start-up settings sent by the harness (see ``trex_eval.sandbox.pool``).
+
+    A named tuple, not a dataclass: ``dataclasses`` pulls ``inspect`` and a dozen more modules
+    into every worker, and every module a worker holds makes each of its forks dearer.
 
     Attributes:
         preload: modules to import before serving.
@@ -32,17 +35,29 @@ class WorkerConfig:
         warm_after: number of jobs importing a module before the worker warms it.
     """
 
-    preload: list[str]
+    preload: tuple[str, ...]
     scratch: str
-    wipe: list[str] = field(default_factory=list)
-    keep: list[str] = field(default_factory=list)
+    wipe: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
     job_uid: int | None = None
     parent_pid: int | None = None
     allow_user_namespace: bool = True
     compat_root: str = ""
-    job_env: dict[str, str] = field(default_factory=dict)
-    warmable: list[str] = field(default_factory=list)
+    job_env: dict[str, str] | None = None
+    warmable: tuple[str, ...] = ()
     warm_after: int = 2
+
+    def to_json(self) -> str:
+        return json.dumps(self._asdict())
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerConfig:
+        """The config :meth:`to_json` wrote (JSON arrays become the tuples they were)."""
+        fields = json.loads(text)
+        for key, value in fields.items():
+            if isinstance(value, list):
+                fields[key] = tuple(value)
+        return cls(**fields)
 
 
 WARM_FIRST: dict[str, tuple[str, ...]] = {"pulp": ("ortools.linear_solver.pywraplp",)}

@@ -10,14 +10,19 @@
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader as _Loader
+    from importlib.abc import MetaPathFinder as _MetaPathFinder
+else:
+    _Loader = _MetaPathFinder = object
 
 from .capture import RECORDER, describe_failure
 
@@ -34,8 +39,14 @@ def install_safely(name: str, installer: Installer, module: ModuleType) -> None:
         print(f"trex sandbox: {message}", file=sys.stderr)
 
 
-class _HookingLoader(importlib.abc.Loader):
-    """Delegates to the real loader, then runs ``after(module)`` once the module executed."""
+class _HookingLoader(_Loader):
+    """Delegates to the real loader, then runs ``after(module)`` once the module executed.
+
+    The finders and loaders here derive from ``importlib.abc`` only for the type checker:
+    importing it pulls ``importlib.resources``, ``pathlib``, ``tempfile`` and more into every
+    worker (about 2 MB and 30 modules), and every module a worker holds makes each of its forks
+    dearer. The import system needs only the methods.
+    """
 
     def __init__(self, loader: Any, after: Callable[[ModuleType], None]) -> None:
         self._loader = loader
@@ -57,7 +68,7 @@ class _HookingLoader(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
-class _RuntimeFinder(importlib.abc.MetaPathFinder):
+class _RuntimeFinder(_MetaPathFinder):
     """Base of the runtime's own finders; they look past each other, never through each other
     (two of them asking each other would recurse without end)."""
 
@@ -113,7 +124,7 @@ def real_gurobipy_label(module: ModuleType) -> str:
         return "gurobipy"
 
 
-class _ReexposeLoader(importlib.abc.Loader):
+class _ReexposeLoader(_Loader):
     """Hands back an already-imported module object (no re-execution)."""
 
     def __init__(self, module: ModuleType, on_import: Callable[[], None]) -> None:
