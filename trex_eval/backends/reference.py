@@ -17,8 +17,9 @@ What is emitted, in a ```` ```python ```` fence:
 
 Every answer program binds its solver object to the module-level name ``model`` and prints one
 line: ``objective: <value>`` or ``status: <status>``. Only the gurobipy programs can pass the
-``trex-compat`` rule, which looks for a gurobipy model; run with ``--opt libraries=gurobipy`` to
-self-test that rule.
+``trex-compat`` rule, which looks for a gurobipy model: ``trex-eval run --protocol trex-compat``
+(and ``trex-eval audit``) therefore default this backend to ``libraries=gurobipy`` unless
+``--opt libraries=...`` says otherwise.
 
 Options:
     ``libraries``: comma-separated rotation, from ``gurobipy``, ``pulp``, ``highspy``, ``ortools``

@@ -274,6 +274,11 @@ def run(
         if gurobi not in ("auto", "real", "compat"):
             raise ConfigError(f"unknown --gurobi policy {gurobi!r}", hint="use auto, real or compat")
         spec = resolve_preset(model, presets=load_presets(user_file=models_file), overrides=_overrides(opt))
+        if spec.backend == "reference" and protocol == "trex-compat" and "libraries" not in spec.options:
+            # The reference harness only finds gurobipy models: PuLP, highspy and OR-Tools answers
+            # would fail its rule for a reason that says nothing about the installation.
+            spec = spec.model_copy(update={"options": {**spec.options, "libraries": "gurobipy"}})
+            err.print("note: --protocol trex-compat: the reference backend answers in gurobipy only")
         if workers < 1:
             raise ConfigError("--workers must be at least 1")
         if few_shot < 0:
