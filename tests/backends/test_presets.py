@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -124,6 +127,34 @@ def test_user_files_replace_presets_by_name_in_order(config_dir: Path, tmp_path:
     assert from_cli["my-endpoint"].model == "m-from-cli"
     assert from_cli["my-endpoint"].options == {"base_url": "http://other:8000/v1"}
     assert from_cli["deepseek-v4-flash-or-sft"].model == "/ckpt/sft"
+
+
+def test_models_command_shows_every_name_whole_on_a_narrow_terminal(config_dir: Path, tmp_path: Path) -> None:
+    cli_file = write(
+        tmp_path / "cli.yaml",
+        """
+        my-rather-long-checkpoint-name-cpt-sft-step-12000:
+          backend: openai
+          model: served-name
+          description: First sentence. Second sentence that the table leaves out.
+        """,
+    )
+    env = {**os.environ, "COLUMNS": "80", "TREX_CONFIG_DIR": str(config_dir)}
+    done = subprocess.run(
+        [sys.executable, "-m", "trex_eval", "models", "--models-file", str(cli_file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    names = {
+        line.split()[0] for line in done.stdout.splitlines() if line.strip() and not line.startswith(" ")
+    }
+    assert SHIPPED | {"my-rather-long-checkpoint-name-cpt-sft-step-12000"} <= names
+    assert "First sentence." in done.stdout and "Second sentence" not in done.stdout
+    assert "models.yaml" in done.stderr  # where the format is described and where user presets go
 
 
 def test_a_missing_models_file_is_an_error(tmp_path: Path) -> None:

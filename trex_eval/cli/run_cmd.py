@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
+from rich.markup import escape
 
 from trex_eval.cli._common import DataDirOption, data_dir_for, data_dir_or_pull, echo_text, err, out
 from trex_eval.errors import ConfigError
@@ -454,18 +455,30 @@ def audit(
 
 
 def models(models_file: ModelsFileOption = None) -> None:
-    """List the model presets (shipped, user config dir, --models-file)."""
-    from trex_eval.backends.presets import load_presets
+    """List the model presets (shipped, user config dir, --models-file).
 
-    table = Table("preset", "backend", "model", "sampling", "description", show_lines=True)
+    The format of a presets file, and how a user file overrides the shipped presets, is
+    described at the top of the shipped file (its path is printed after the list).
+    """
+    from trex_eval.backends.presets import load_presets, shipped_presets_file, user_presets_file
+
+    # A list, not a table: preset names are what users type, and a table on a narrow terminal
+    # wraps or cuts them.
     for name, spec in sorted(load_presets(user_file=models_file).items()):
         s = spec.sampling
-        table.add_row(
-            name,
-            spec.backend,
-            spec.model or "-",
-            f"T={s.temperature} top_p={s.top_p} max={s.max_tokens} seed={s.seed}",
-            spec.description,
-        )
-    out.print(table)
-    err.print("override or add presets in a models.yaml (see `trex-eval models --help` and docs/models.md)")
+        out.print(f"[bold]{escape(name)}[/bold]  {spec.backend}  {escape(spec.model or '-')}", soft_wrap=True)
+        lines = [f"T={s.temperature} top_p={s.top_p} max_tokens={s.max_tokens} seed={s.seed}"]
+        lines += textwrap.wrap(_first_sentence(spec.description), width=max(40, out.width - 4))
+        for line in lines:
+            out.print("    " + escape(line), highlight=False)
+        out.print()
+    user_file = user_presets_file()
+    err.print(
+        f"format and override rules: the header of {shipped_presets_file()}; your presets: "
+        f"{user_file}{'' if user_file.is_file() else ' (not created yet)'} or --models-file"
+    )
+
+
+def _first_sentence(text: str) -> str:
+    head, dot, rest = text.partition(". ")
+    return head + "." if dot and rest else text
