@@ -104,3 +104,23 @@ def test_add_refuses_a_shipped_name(cli: Cli, tmp_path: Path) -> None:
     done = cli("benchmarks", "add", str(EXAMPLE / "messy.yaml"), "--name", "optibench")
     assert done.returncode == 2 and "'optibench' is the name of a shipped benchmark" in done.stderr
     assert not (tmp_path / "config" / "benchmarks" / "optibench.yaml").exists()
+
+
+def test_list_keeps_names_whole_on_an_80_column_terminal(tmp_path: Path) -> None:
+    env = {**os.environ, "TREX_CONFIG_DIR": str(tmp_path / "config"), "COLUMNS": "80"}
+    done = subprocess.run(
+        [sys.executable, "-m", "trex_eval", "benchmarks", "list"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    first_cells = {line.split()[0] for line in lines if line.strip()}
+    assert {"b4o-feasible", "b4o-orgeval", "nl4opt", "optibench"} <= first_cells
+    assert any("orgeval-trex-compat" in line for line in lines)  # the longest rule name, unfolded
+    assert "prompt sets of every benchmark: t-rex, gurobipy, neutral, ortools, pulp" in done.stdout

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -37,30 +38,56 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
     from trex_eval import benchmark, prompting
 
     root = data_dir_for([], data_dir)
-    table = Table("name", "title", "origin", "rows", "grader", "rule", "compat rule", "prompt sets")
     sets = prompting.prompt_set_names()
     shipped = benchmark.shipped_spec_paths()
     registered = {k: v for k, v in benchmark.user_spec_paths().items() if k not in shipped}
+    rows: list[tuple[str, str, str, str, str | Text, str, str]] = []
     for origin, paths in (("shipped", shipped), ("registered", registered)):
         for name, path in paths.items():
             try:
                 spec = benchmark.load_spec(path)
-                rows = _row_count(name, spec, data_dir=root)
+                count = _row_count(name, spec, data_dir=root)
             except TrexError as exc:
-                table.add_row(name, "-", origin, Text(f"unreadable: {exc.message}", style="red"))
+                error = Text(f"unreadable: {exc.message}", style="red")
+                rows.append((name, "-", "-", "-", error, origin, ""))
                 continue
             available = [s for s in sets if s != prompting.UPSTREAM_SET or spec.prompt.upstream is not None]
-            table.add_row(
-                name,
-                spec.title,
-                origin,
-                rows,
-                spec.grader.kind.value,
-                spec.grader.rule,
-                spec.grader.compat_rule,
-                ", ".join(available),
+            rows.append(
+                (
+                    name,
+                    count,
+                    spec.grader.kind.value,
+                    spec.grader.rule,
+                    spec.grader.compat_rule,
+                    origin,
+                    ", ".join(available),
+                )
             )
+    # Names are what users type: never cut. Columns that would say the same on every row (all
+    # shipped, the same prompt sets) become a line under the table instead.
+    common = {row[6] for row in rows if row[6]}
+    show = [0, 1, 2, 3, 4]
+    if any(row[5] != "shipped" for row in rows):
+        show.append(5)
+    if len(common) > 1:
+        show.append(6)
+    headers = ("name", "rows", "grader", "rule", "compat rule", "origin", "prompt sets")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for index in show:
+        table.add_column(
+            headers[index],
+            no_wrap=index == 0,
+            style="bold" if index == 0 else "",
+            overflow="fold",
+            justify="right" if index == 1 else "left",
+        )
+    for row in rows:
+        table.add_row(*(row[index] for index in show))
     out.print(table)
+    if 5 not in show:
+        out.print("all shipped (`trex-eval benchmarks add` registers your own)", highlight=False)
+    if len(common) == 1:
+        out.print(f"prompt sets of every benchmark: {common.pop()}", highlight=False)
     if root is None:
         err.print("(no data directory found: row counts are the expected ones; run `trex-eval data pull`)")
 
