@@ -3,6 +3,9 @@ rules and data versions, sorting, and the separate table of reported numbers."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +28,7 @@ from trex_eval.report import (
     summarize_results,
     write_leaderboard_csv,
 )
+from trex_eval.report.summary import BenchmarkSummary, percent
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -195,3 +199,64 @@ class TestReported:
         assert "| DeepSeek-V4-Flash-OR | average | 71.81 |" in reported
         assert "did not measure" in reported
         assert "DeepSeek" not in leaderboard_frame(board).to_csv()
+
+
+def _marks(bench: BenchmarkSummary) -> str:
+    return ("†" if bench.environment_failures else "") + ("‡" if bench.missing_samples else "")
+
+
+class TestTerminal:
+    """`trex-eval leaderboard` prints the board: a table where it fits, one block per run where not."""
+
+    @staticmethod
+    def _cli(columns: int, *runs: Path, tmp_path: Path) -> str:
+        env = {**os.environ, "COLUMNS": str(columns)}
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "trex_eval",
+                "leaderboard",
+                *map(str, runs),
+                "--out",
+                str(tmp_path / "b.csv"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def test_wide_terminal_gets_the_table(
+        self, board: Leaderboard, reference_dir: Path, broken_dir: Path, tmp_path: Path
+    ) -> None:
+        text = self._cli(200, broken_dir, reference_dir, tmp_path=tmp_path)
+        lines = text.splitlines()
+        header = next(line for line in lines if line.split()[:2] == ["#", "run"])
+        for column in board.columns:
+            assert column.rule in header
+        for row in board.rows:
+            line = next(line for line in lines if line.split()[:2] == [str(row.rank), row.label])
+            for column in board.columns:
+                bench = row.cell(column.label)
+                assert bench is not None and percent(bench.pass_at_1) in line
+
+    def test_narrow_terminal_gets_blocks_that_fit(
+        self, board: Leaderboard, reference_dir: Path, broken_dir: Path, compat_dir: Path, tmp_path: Path
+    ) -> None:
+        text = self._cli(80, broken_dir, reference_dir, compat_dir, tmp_path=tmp_path)
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= 80
+        mixed = leaderboard_from_dirs([broken_dir, reference_dir, compat_dir])
+        for row in mixed.rows:
+            start = lines.index(f"{row.rank}  {row.label}")
+            block = lines[start + 1 : start + 1 + len(row.cells) + 1]
+            for label in row.cells:
+                bench = row.cell(label)
+                assert bench is not None
+                assert any(
+                    line.split()[:2] == [label, percent(bench.pass_at_1) + _marks(bench)] for line in block
+                ), (label, block)

@@ -6,10 +6,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
 
 from trex_eval.cli._common import echo_text, err, out
 
 if TYPE_CHECKING:
+    from trex_eval.report.leaderboard import Leaderboard
     from trex_eval.report.published import PublishedScore
 
 RunDirs = Annotated[
@@ -36,7 +40,12 @@ def leaderboard(
         Path,
         typer.Option("--out", "-o", help="CSV to write (one row per run, one column group per benchmark)."),
     ] = Path("results/leaderboard.csv"),
-    md: Annotated[bool, typer.Option("--md", help="Also print the Markdown table.")] = False,
+    md: Annotated[
+        bool,
+        typer.Option(
+            "--md", help="Print the Markdown table (with definitions) instead of the terminal table."
+        ),
+    ] = False,
     html: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--html", help="Also write the self-contained HTML report here."),
@@ -64,12 +73,66 @@ def leaderboard(
     reported = _published(published)
     if md:
         echo_text(render_leaderboard_markdown(board, published=reported))
+    else:
+        _print_board(board)
     for warning in board.warnings:
         err.print(f"warning: {warning}", highlight=False)
     if html is not None:
         write_html_report(html, load_runs(runs), baseline=0, published=reported)
         out.print(f"HTML report: {html}")
     out.print(f"leaderboard CSV: {csv_out}")
+
+
+def _print_board(board: Leaderboard) -> None:
+    """The leaderboard for a terminal: a table when it fits the width, else one block per run."""
+    from trex_eval.report import macro_parts, score_parts
+
+    headers = [(column.label, column.rule) for column in board.columns]
+    headers += [(macro.label, "") for macro in board.macro_columns]
+    rows = [
+        (
+            row,
+            [score_parts(row.cell(column.label)) for column in board.columns]
+            + [macro_parts(row, macro.label) for macro in board.macro_columns],
+        )
+        for row in board.rows
+    ]
+    caption = f"pass@1 % [{board.interval.describe()}]"
+    # A cell needs about "[100.00, 100.00]" plus padding; a narrower column wraps into noise.
+    label_width = max((len(row.label) for row in board.rows), default=3)
+    needed = 6 + label_width + sum(max(16, len(label), len(rule)) + 2 for label, rule in headers)
+    if needed <= out.width:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=caption)
+        table.add_column("#", justify="right")
+        table.add_column("run", no_wrap=True, style="bold")
+        for label, rule in headers:
+            table.add_column(f"{escape(label)}\n[dim]{escape(rule)}[/dim]", justify="right")
+        for row, parts in rows:
+            table.add_row(str(row.rank), escape(row.label), *(_cell(score, rest) for score, rest in parts))
+        out.print(table)
+        return
+    names = [label if "[" in label or not rule else f"{label} ({rule})" for label, rule in headers]
+    width = min(max(len(name) for name in names), max(12, out.width - 40))
+    for row, parts in rows:
+        out.print(f"{row.rank}  [bold]{escape(row.label)}[/bold]")
+        for name, (score, rest) in zip(names, parts, strict=True):
+            if score == "–":
+                continue
+            if len(name) > width:
+                out.print(f"   {escape(name)}", highlight=False)
+                name = ""
+            # Padded before escaping: the markup escapes are not printed.
+            out.print(escape(f"   {name:<{width}} {score:>7}  {rest}"), highlight=False)
+    out.print(f"[dim]{escape(caption)}[/dim]")
+
+
+def _cell(score: str, rest: str) -> str:
+    """Score, then interval and n on lines of their own (dim), so columns stay narrow."""
+    interval, _, n = rest.partition(" n=")
+    lines = [escape(score)] + [
+        f"[dim]{escape(part)}[/dim]" for part in (interval, f"n={n}" if n else "") if part
+    ]
+    return "\n".join(lines)
 
 
 def compare(

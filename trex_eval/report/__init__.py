@@ -36,9 +36,11 @@ from trex_eval.report.leaderboard import (
     write_leaderboard_csv,
 )
 from trex_eval.report.markdown import (
+    macro_parts,
     render_comparison_markdown,
     render_leaderboard_markdown,
     render_summary_markdown,
+    score_parts,
 )
 from trex_eval.report.outcomes import Outcome, classify
 from trex_eval.report.published import PublishedScore, load_published, shipped_published_csv
@@ -75,10 +77,12 @@ __all__ = [
     "load_published",
     "load_run",
     "load_runs",
+    "macro_parts",
     "render_comparison_markdown",
     "render_html_report",
     "render_leaderboard_markdown",
     "render_summary_markdown",
+    "score_parts",
     "select_baseline",
     "shipped_published_csv",
     "summarize",

@@ -280,23 +280,36 @@ def _comparison_section(comparison: Comparison) -> list[str]:
     return lines
 
 
-def _score_cell(bench: BenchmarkSummary | None) -> str:
+def score_parts(bench: BenchmarkSummary | None) -> tuple[str, str]:
+    """A leaderboard cell in two parts: ``pass@1`` with its marks (``†`` environment failures,
+    ``‡`` missing samples), and ``[low, high] n=N``; ``("–", "")`` for no such benchmark."""
     if bench is None:
-        return "–"
+        return "–", ""
     marks = (ENVIRONMENT_MARK if bench.environment_failures else "") + (
         MISSING_MARK if bench.missing_samples else ""
     )
-    interval = f"[{percent(bench.ci_low)}, {percent(bench.ci_high)}]"
-    return f"{percent(bench.pass_at_1)}{marks} {interval} n={bench.problems}"
+    return (
+        f"{percent(bench.pass_at_1)}{marks}",
+        f"[{percent(bench.ci_low)}, {percent(bench.ci_high)}] n={bench.problems}",
+    )
+
+
+def macro_parts(row: LeaderboardRow, label: str) -> tuple[str, str]:
+    """The macro cell of ``row`` in column ``label``, in the two parts of :func:`score_parts`."""
+    summary = row.summary
+    if row.macro_column != label or summary.macro_pass_at_1 is None:
+        return "–", ""
+    low, high = summary.macro_ci_low, summary.macro_ci_high
+    interval = f"[{percent(low)}, {percent(high)}]" if low is not None and high is not None else ""
+    return percent(summary.macro_pass_at_1), interval
+
+
+def _score_cell(bench: BenchmarkSummary | None) -> str:
+    return " ".join(part for part in score_parts(bench) if part)
 
 
 def _macro_cell(row: LeaderboardRow, label: str) -> str:
-    summary = row.summary
-    if row.macro_column != label or summary.macro_pass_at_1 is None:
-        return "–"
-    low, high = summary.macro_ci_low, summary.macro_ci_high
-    interval = f" [{percent(low)}, {percent(high)}]" if low is not None and high is not None else ""
-    return f"{percent(summary.macro_pass_at_1)}{interval}"
+    return " ".join(part for part in macro_parts(row, label) if part)
 
 
 def _delta(difference: float, low: float, high: float) -> str:
