@@ -124,3 +124,10 @@ def test_list_keeps_names_whole_on_an_80_column_terminal(tmp_path: Path) -> None
     assert {"b4o-feasible", "b4o-orgeval", "nl4opt", "optibench"} <= first_cells
     assert any("orgeval-trex-compat" in line for line in lines)  # the longest rule name, unfolded
     assert "prompt sets of every benchmark: t-rex, gurobipy, neutral, ortools, pulp" in done.stdout
+
+
+def test_help_paragraphs_wrap_at_the_terminal_not_at_the_source(cli: Cli) -> None:
+    done = cli("compare", "--help")
+    assert done.returncode == 0, done.stderr
+    # One paragraph of the docstring, wrapped over two source lines, on one 250-column line.
+    assert "per benchmark and overall, the difference with a paired bootstrap CI" in done.stdout

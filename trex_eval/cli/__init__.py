@@ -6,6 +6,7 @@ stderr, exit code 2, no traceback.
 
 from __future__ import annotations
 
+import inspect
 import signal
 import sys
 from typing import Annotated
@@ -33,6 +34,27 @@ app.add_typer(data_cmd.app, name="data")
 app.add_typer(benchmarks_cmd.app, name="benchmarks")
 run_cmd.register(app)
 report_cmd.register(app)
+
+
+def _reflow(doc: str | None) -> str | None:
+    """A docstring with each paragraph on one line: typer's help keeps the source's line breaks,
+    which would wrap every command's help at the width of the source code, not the terminal."""
+    if not doc:
+        return doc
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in paragraph.splitlines()) for paragraph in paragraphs)
+
+
+def _reflow_commands(typer_app: typer.Typer) -> None:
+    for command in typer_app.registered_commands:
+        if command.callback is not None:
+            command.callback.__doc__ = _reflow(command.callback.__doc__)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_commands(group.typer_instance)
+
+
+_reflow_commands(app)
 
 
 def _version(value: bool) -> None:
