@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_process import trex_eval
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
 
@@ -107,17 +108,9 @@ def test_add_refuses_a_shipped_name(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_list_keeps_names_whole_on_an_80_column_terminal(tmp_path: Path) -> None:
-    env = {**os.environ, "TREX_CONFIG_DIR": str(tmp_path / "config"), "COLUMNS": "80"}
-    done = subprocess.run(
-        [sys.executable, "-m", "trex_eval", "benchmarks", "list"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = trex_eval(
+        "benchmarks", "list", columns=80, env={"TREX_CONFIG_DIR": str(tmp_path / "config")}, cwd=tmp_path
     )
-    assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
     first_cells = {line.split()[0] for line in lines if line.strip()}

@@ -387,40 +387,23 @@ def test_a_benchmark_without_usable_rows_is_refused_before_anything_runs(tmp_pat
 def test_compat_protocol_runs_the_reference_backend_in_gurobipy(tmp_path: Path, data_dir: Path) -> None:
     """Under trex-compat the reference answers are gurobipy programs (the only kind its rule finds),
     unless the user names the libraries; then the rotation shows why the default exists."""
-    common = ("--benchmarks", "nl4opt", "--limit", "8", "--no-progress", "--data-dir", str(data_dir))
-    done = _cli(
-        "run",
-        "--model",
-        "reference",
-        "--protocol",
-        "trex-compat",
-        "--out",
-        str(tmp_path / "a"),
-        *common,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "answers in gurobipy only" in done.stderr
+
+    def run(out: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        done = _cli(
+            "run", "--model", "reference", "--protocol", "trex-compat", "--out", str(tmp_path / out),
+            "--benchmarks", "nl4opt", "--limit", "8", "--no-progress", "--data-dir", str(data_dir), *extra,
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done
+
+    assert "answers in gurobipy only" in run("a").stderr
     records = _samples(tmp_path / "a")
     assert len(records) == 8
     assert all(r["grade"]["verdict"] == "correct" for r in records)
     assert all("gurobipy" in r["program"]["code"] for r in records)
 
-    rotated = _cli(
-        "run",
-        "--model",
-        "reference",
-        "--protocol",
-        "trex-compat",
-        "--opt",
-        "libraries=gurobipy,pulp",
-        "--out",
-        str(tmp_path / "b"),
-        *common,
-        cwd=tmp_path,
-    )
-    assert rotated.returncode == 0, rotated.stderr[-3000:]
-    assert "answers in gurobipy only" not in rotated.stderr
+    assert "answers in gurobipy only" not in run("b", "--opt", "libraries=gurobipy,pulp").stderr
     verdicts = Counter(
         ("gurobipy" in r["program"]["code"], r["grade"]["verdict"]) for r in _samples(tmp_path / "b")
     )

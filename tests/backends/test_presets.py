@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from cli_process import trex_eval
 from fake_server import FakeOpenAIServer
 
 from trex_eval.backends import create_backend
@@ -139,16 +137,9 @@ def test_models_command_shows_every_name_whole_on_a_narrow_terminal(config_dir: 
           description: First sentence. Second sentence that the table leaves out.
         """,
     )
-    env = {**os.environ, "COLUMNS": "80", "TREX_CONFIG_DIR": str(config_dir)}
-    done = subprocess.run(
-        [sys.executable, "-m", "trex_eval", "models", "--models-file", str(cli_file)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
+    done = trex_eval(
+        "models", "--models-file", str(cli_file), columns=80, env={"TREX_CONFIG_DIR": str(config_dir)}
     )
-    assert done.returncode == 0, done.stderr
     names = {
         line.split()[0] for line in done.stdout.splitlines() if line.strip() and not line.startswith(" ")
     }

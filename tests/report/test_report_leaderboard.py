@@ -3,14 +3,12 @@ rules and data versions, sorting, and the separate table of reported numbers."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pipeline_runs as pr
 import pytest
+from cli_process import trex_eval
 from records_factory import entry, manifest, sample
 
 from trex_eval.errors import ConfigError, StoreError
@@ -210,25 +208,9 @@ class TestTerminal:
 
     @staticmethod
     def _cli(columns: int, *runs: Path, tmp_path: Path) -> str:
-        env = {**os.environ, "COLUMNS": str(columns)}
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "trex_eval",
-                "leaderboard",
-                *map(str, runs),
-                "--out",
-                str(tmp_path / "b.csv"),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        return trex_eval(
+            "leaderboard", *map(str, runs), "--out", str(tmp_path / "b.csv"), columns=columns
+        ).stdout
 
     def test_wide_terminal_gets_the_table(
         self, board: Leaderboard, reference_dir: Path, broken_dir: Path, tmp_path: Path
