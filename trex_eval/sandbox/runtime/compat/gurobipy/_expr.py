@@ -45,10 +45,47 @@ def _nonlinear(what: str) -> CompatNotImplementedError:
     return CompatNotImplementedError(f"nonlinear expressions (gurobipy.NLExpr: {what})")
 
 
+# --------------------------------------------------------------------------- comparisons
+
+
+class _Relational:
+    """What ``Var``, ``LinExpr`` and ``QuadExpr`` share: ``<=``, ``>=`` and ``==`` build a
+    :class:`TempConstr`; ``!=`` is gurobipy's error."""
+
+    __slots__ = ()
+
+    def __le__(self, other: object) -> TempConstr:
+        return TempConstr._compare(self, "<", other)
+
+    def __ge__(self, other: object) -> TempConstr:
+        return TempConstr._compare(self, ">", other)
+
+    def __eq__(self, other: object) -> TempConstr:  # type: ignore[override]
+        return TempConstr._compare(self, "=", other)
+
+    def __ne__(self, other: object) -> bool:
+        raise GurobiError(0, "Inequality constraints not supported")
+
+
+class _Expression(_Relational):
+    """``LinExpr``/``QuadExpr`` on top: ``<`` and ``>`` raise ``NotImplementedError`` and they
+    are unhashable, as in gurobipy (a ``Var`` keeps its hash and Python's own ``TypeError``)."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        raise NotImplementedError
+
+    def __gt__(self, other: object) -> bool:
+        raise NotImplementedError
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 # --------------------------------------------------------------------------- Var
 
 
-class Var(AttributeAccess):
+class Var(_Relational, AttributeAccess):
     """A decision variable of a :class:`Model`.
 
     Attributes (``X``, ``LB``, ``VarName``, ...) are read and written through the model, with
@@ -150,18 +187,6 @@ class Var(AttributeAccess):
     def __neg__(self) -> LinExpr:
         return LinExpr._raw([-1.0], [self], 0.0)
 
-    def __le__(self, other: object) -> TempConstr:
-        return TempConstr._compare(self, "<", other)
-
-    def __ge__(self, other: object) -> TempConstr:
-        return TempConstr._compare(self, ">", other)
-
-    def __eq__(self, other: object) -> TempConstr:  # type: ignore[override]
-        return TempConstr._compare(self, "=", other)
-
-    def __ne__(self, other: object) -> bool:
-        raise GurobiError(0, "Inequality constraints not supported")
-
 
 # --------------------------------------------------------------------------- LinExpr
 
@@ -169,7 +194,7 @@ class Var(AttributeAccess):
 Operand = Union[Var, "LinExpr", "QuadExpr", float, int]
 
 
-class LinExpr:
+class LinExpr(_Expression):
     """A linear expression ``constant + sum(coeff_i * var_i)``; terms are kept unmerged.
 
     Constructors (as in gurobipy): ``LinExpr()``, ``LinExpr(constant)``, ``LinExpr(var)``,
@@ -401,26 +426,6 @@ class LinExpr:
     def __neg__(self) -> LinExpr:
         return LinExpr._raw([-c for c in self._coeffs], list(self._vars), -self._constant)
 
-    def __le__(self, other: object) -> TempConstr:
-        return TempConstr._compare(self, "<", other)
-
-    def __ge__(self, other: object) -> TempConstr:
-        return TempConstr._compare(self, ">", other)
-
-    def __eq__(self, other: object) -> TempConstr:  # type: ignore[override]
-        return TempConstr._compare(self, "=", other)
-
-    def __ne__(self, other: object) -> bool:
-        raise GurobiError(0, "Inequality constraints not supported")
-
-    def __lt__(self, other: object) -> bool:
-        raise NotImplementedError
-
-    def __gt__(self, other: object) -> bool:
-        raise NotImplementedError
-
-    __hash__ = None  # type: ignore[assignment]
-
     def _body(self) -> str:
         parts: list[str] = []
         if self._constant != 0.0 or not self._vars:
@@ -466,7 +471,7 @@ def _product(left: LinExpr, right: LinExpr) -> LinExpr | QuadExpr:
 # --------------------------------------------------------------------------- QuadExpr
 
 
-class QuadExpr:
+class QuadExpr(_Expression):
     """A quadratic expression: a :class:`LinExpr` part plus terms ``coeff * var1 * var2``."""
 
     __slots__ = ("_linear", "_qcoeffs", "_qvars1", "_qvars2")
@@ -662,26 +667,6 @@ class QuadExpr:
     def __neg__(self) -> QuadExpr:
         return self.__mul__(-1.0)
 
-    def __le__(self, other: object) -> TempConstr:
-        return TempConstr._compare(self, "<", other)
-
-    def __ge__(self, other: object) -> TempConstr:
-        return TempConstr._compare(self, ">", other)
-
-    def __eq__(self, other: object) -> TempConstr:  # type: ignore[override]
-        return TempConstr._compare(self, "=", other)
-
-    def __ne__(self, other: object) -> bool:
-        raise GurobiError(0, "Inequality constraints not supported")
-
-    def __lt__(self, other: object) -> bool:
-        raise NotImplementedError
-
-    def __gt__(self, other: object) -> bool:
-        raise NotImplementedError
-
-    __hash__ = None  # type: ignore[assignment]
-
     def _body(self) -> str:
         text = self._linear._body()
         if self._qcoeffs:
@@ -794,7 +779,7 @@ class TempConstr:
         self.rhs = rhs
 
     @staticmethod
-    def _compare(lhs: Var | LinExpr | QuadExpr, sense: str, rhs: object) -> TempConstr:
+    def _compare(lhs: _Relational, sense: str, rhs: object) -> TempConstr:
         if isinstance(rhs, GenExpr):
             if sense != "=" or not isinstance(lhs, Var):
                 raise GurobiError(10003, "General expressions can only be used as 'var == genexpr'")
