@@ -27,7 +27,7 @@ from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, as_number
 from ._facts import CLASS_NAMES
 from ._highs_solve import check_solvable, solve
 from ._keys import generator_keys, index_keys, key_name
-from ._model_attrs import AttributeAccess
+from ._model_attrs import ModelAttributes
 from ._model_files import write_file
 from ._objects import REMOVED, SOS, Constr, GenConstr, ModelObject, QConstr
 from ._params import ParamsProxy, ParamValue, announce
@@ -51,7 +51,7 @@ from ._state import (
 from ._tuples import tupledict
 
 
-class Model(AttributeAccess):
+class Model(ModelAttributes):
     """A gurobipy-compatible optimisation model solved with HiGHS.
 
     ``Model(name="", env=None)``. See the package docstring for what is supported and for the

@@ -30,7 +30,7 @@ from ._objects import ModelObject
 from ._state import VTYPES, ModelState, bound, check_name, number, sense_code
 
 
-class AttributeAccess:
+class ModelAttributes:
     """The attribute half of ``Model``; needs the model state in ``self._gpc``."""
 
     _gpc: ModelState
