@@ -124,3 +124,24 @@ def test_help_paragraphs_wrap_at_the_terminal_not_at_the_source(cli: Cli) -> Non
     assert done.returncode == 0, done.stderr
     # One paragraph of the docstring, wrapped over two source lines, on one 250-column line.
     assert "per benchmark and overall, the difference with a paired bootstrap CI" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("run", "--model", "reference", "--protocol", "x"),
+            "unknown protocol 'x'\n  -> use default or trex-compat",
+        ),
+        (("run", "--model", "reference", "--few-shot-strategy", "y"), "use random or similar"),
+        (
+            ("run", "--model", "reference", "--gurobi", "z"),
+            "unknown --gurobi policy 'z'\n  -> use auto, real or compat",
+        ),
+        (("audit", "--gurobi", "z"), "unknown --gurobi policy 'z'"),
+        (("grade", "--completions", "c.jsonl", "--protocol", "w"), "unknown protocol 'w'"),
+    ],
+)
+def test_unknown_choices_are_user_errors(cli: Cli, args: tuple[str, ...], message: str) -> None:
+    done = cli(*args)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional, cast, get_args
 
 import typer
 from pydantic import ValidationError
@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from trex_eval.cli._common import DataDirOption, data_dir_for, data_dir_or_pull, echo_text, err, out
 from trex_eval.errors import ConfigError
+from trex_eval.records import FewShotStrategy, GurobiPolicy, ProtocolName
 from trex_eval.store import MANIFEST, RunStore
 
 if TYPE_CHECKING:
@@ -34,6 +35,26 @@ ModelsFileOption = Annotated[
 
 def _split(values: list[str]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def _one_of(value: str, choices: tuple[str, ...], *, what: str) -> str:
+    """``value`` if it is one of ``choices``, else the user error naming them."""
+    if value not in choices:
+        allowed = f"{', '.join(choices[:-1])} or {choices[-1]}"
+        raise ConfigError(f"unknown {what} {value!r}", hint=f"use {allowed}")
+    return value
+
+
+def _protocol(value: str) -> ProtocolName:
+    return cast("ProtocolName", _one_of(value, get_args(ProtocolName), what="protocol"))
+
+
+def _gurobi_policy(value: str) -> GurobiPolicy:
+    return cast("GurobiPolicy", _one_of(value, get_args(GurobiPolicy), what="--gurobi policy"))
+
+
+def _few_shot_strategy(value: str) -> FewShotStrategy:
+    return cast("FewShotStrategy", _one_of(value, get_args(FewShotStrategy), what="few-shot strategy"))
 
 
 def _overrides(opts: list[str]) -> dict[str, str]:
@@ -266,14 +287,9 @@ def run(
     else:
         if model is None:
             raise ConfigError("choose a model with --model NAME", hint="`trex-eval models` lists the presets")
-        if protocol not in ("default", "trex-compat"):
-            raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
-        if few_shot_strategy not in ("random", "similar"):
-            raise ConfigError(
-                f"unknown few-shot strategy {few_shot_strategy!r}", hint="use random or similar"
-            )
-        if gurobi not in ("auto", "real", "compat"):
-            raise ConfigError(f"unknown --gurobi policy {gurobi!r}", hint="use auto, real or compat")
+        protocol_name = _protocol(protocol)
+        strategy = _few_shot_strategy(few_shot_strategy)
+        gurobi_policy = _gurobi_policy(gurobi)
         spec = resolve_preset(model, presets=load_presets(user_file=models_file), overrides=_overrides(opt))
         if spec.backend == "reference" and protocol == "trex-compat" and "libraries" not in spec.options:
             # The reference harness only finds gurobipy models: PuLP, highspy and OR-Tools answers
@@ -305,11 +321,11 @@ def run(
             prompt_set=prompt_set,
             samples=samples,
             limit=limit,
-            protocol=protocol,  # type: ignore[arg-type]
+            protocol=protocol_name,
             rules=_split(rule),
-            few_shot=runner.FewShotSettings(k=few_shot, strategy=few_shot_strategy, source=few_shot_source),  # type: ignore[arg-type]
+            few_shot=runner.FewShotSettings(k=few_shot, strategy=strategy, source=few_shot_source),
             sandbox=runner.SandboxSettings(workers=workers, limits=limits),
-            gurobi=gurobi,  # type: ignore[arg-type]
+            gurobi=gurobi_policy,
             out=out_dir,
             command=command,
             show_progress=not no_progress,
@@ -386,8 +402,7 @@ def grade(
             "give what to grade once: a run directory or completions file as SOURCE, or --completions FILE"
         )
 
-    if protocol not in ("default", "trex-compat"):
-        raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
+    protocol_name = _protocol(protocol)
     if (given[0] / MANIFEST).is_file():
         names = [b.requested for b in RunStore(given[0]).read_manifest().settings.benchmarks]
     else:
@@ -396,7 +411,7 @@ def grade(
         given[0],
         data_dir=data_dir_for(names, data_dir),
         rules=_split(rule),
-        protocol=protocol,  # type: ignore[arg-type]
+        protocol=protocol_name,
         fields=regrade.CompletionFields(
             benchmark=benchmark,
             id_field=id_field,
@@ -436,17 +451,15 @@ def audit(
     """Grade each benchmark's own reference solutions: every failure is a data or grading problem to check."""
     from trex_eval import audit as audit_mod
 
-    if protocol not in ("default", "trex-compat"):
-        raise ConfigError(f"unknown protocol {protocol!r}", hint="use default or trex-compat")
-    if gurobi not in ("auto", "real", "compat"):
-        raise ConfigError(f"unknown --gurobi policy {gurobi!r}", hint="use auto, real or compat")
+    protocol_name = _protocol(protocol)
+    gurobi_policy = _gurobi_policy(gurobi)
     result = audit_mod.audit(
         _split(benchmarks) or None,
         data_dir=data_dir_or_pull(data_dir),
-        protocol=protocol,  # type: ignore[arg-type]
+        protocol=protocol_name,
         rules=_split(rule),
         csv_path=csv_path,
-        gurobi=gurobi,  # type: ignore[arg-type]
+        gurobi=gurobi_policy,
         workers=workers,
         show_progress=not no_progress,
     )
