@@ -40,6 +40,26 @@ def test_requested_rlimits_level_says_the_network_is_reachable() -> None:
     assert not report.network_blocked and "NETWORK REACHABLE" in report.summary()
 
 
+def _reachable_for_everyone(paths: list[Path]) -> str:
+    """Shell commands that make ``paths`` reachable for the test user without touching the host:
+    in the caller's private mount namespace, a world-traversable tmpfs goes over each ancestor
+    that others cannot enter (a home directory, a ``mktemp -d`` checkout), and the child on the
+    way to each path is bound back in. Outermost ancestors first, so that inner ones are
+    remounted inside the trees bound back."""
+    kept: dict[Path, set[Path]] = {}
+    for path in (path.resolve() for path in paths):
+        for private in path.parents:
+            if private != Path("/") and not os.stat(private).st_mode & 0o001:
+                kept.setdefault(private, set()).add(private / path.relative_to(private).parts[0])
+    commands = []
+    for private in sorted(kept, key=lambda p: len(p.parts)):
+        children = [shlex.quote(str(child)) for child in sorted(kept[private])]
+        commands += [f"s{n}=$(mktemp -d) && mount --bind {child} $s{n}" for n, child in enumerate(children)]
+        commands.append(f"mount -t tmpfs -o mode=755 tmpfs {shlex.quote(str(private))}")
+        commands += [f"mkdir -p {child} && mount --bind $s{n} {child}" for n, child in enumerate(children)]
+    return "".join(f"{command} && " for command in commands)
+
+
 def _run_payload(level: str, *, unprivileged: bool) -> dict[str, object]:
     tag = marker()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
@@ -49,20 +69,9 @@ def _run_payload(level: str, *, unprivileged: bool) -> dict[str, object]:
         python = [sys.executable, str(PAYLOAD), level, str(port), tag]
         environment = f"env -i PATH=/usr/bin:/bin HOME=/tmp PYTHONPATH={shlex.quote(str(REPO))}"
         if unprivileged:
-            base = Path(sys.base_prefix).resolve()
-            # Make the interpreter readable for the test user without touching the host: a private
-            # mount namespace, a world-readable tmpfs over each private ancestor, the tree bound back.
-            private = next(
-                (p for p in base.parents if p != Path("/") and not os.stat(p).st_mode & 0o001), None
+            remount = _reachable_for_everyone(
+                [Path(sys.base_prefix), Path(sys.prefix), REPO]  # interpreter, venv, checkout
             )
-            remount = ""
-            if private is not None:
-                keep = private / base.relative_to(private).parts[0]
-                remount = (
-                    f"saved=$(mktemp -d) && mount --bind {keep} $saved && "
-                    f"mount -t tmpfs -o mode=755 tmpfs {private} && mkdir -p {keep} && "
-                    f"mount --bind $saved {keep} && "
-                )
             inner = (
                 f"{remount}cd /tmp && exec setpriv --reuid={UNPRIVILEGED_UID} --regid={UNPRIVILEGED_UID} "
                 f"--clear-groups {environment} {shlex.join(python)}"
