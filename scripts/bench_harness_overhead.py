@@ -21,12 +21,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from trex_eval import data, runner
+from trex_eval.benchmarks import data
+
+from trex_eval.run import pipeline as runner
 from trex_eval.backends.base import BackendSpec, GenerationRequest, create_backend
 from trex_eval.backends.presets import load_presets, resolve_preset
-from trex_eval.benchmark import load_benchmark
-from trex_eval.evaluation import plan_for
-from trex_eval.prompting import PromptRenderer
+from trex_eval.benchmarks import load_benchmark
+from trex_eval.protocols.plan import plan_for
+from trex_eval.prompting.render import PromptRenderer
 from trex_eval.records import SampleRecord, SamplingParams
 from trex_eval.store import CompletionLine, RunStore
 

@@ -19,7 +19,7 @@ def _data_dir() -> Path | None:
     env = os.environ.get("TREX_DATA_DIR")
     if env:
         return Path(env) if (Path(env) / "data").is_dir() else None
-    from trex_eval.data import default_data_dir
+    from trex_eval.benchmarks.data import default_data_dir
 
     for candidate in (_FALLBACK, default_data_dir()):
         if (candidate / "data").is_dir():

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from trex_eval.answers import AnswerError, parse_answer
+from trex_eval.benchmarks.answers import AnswerError, parse_answer
 from trex_eval.records import SolveStatus
 
 

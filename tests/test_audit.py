@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trex_eval.audit import AuditResult, audit, known_issues
+from trex_eval.run.audit import AuditResult, audit, known_issues
 
 # Reference-harness §1.3/§1.4: the Feasible items whose models are quadratic (non-convex objective
 # or quadratic constraints), which only real Gurobi can solve.

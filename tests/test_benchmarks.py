@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trex_eval.benchmark import load_benchmark, load_spec, shipped_spec_paths
+from trex_eval.benchmarks import load_benchmark, load_spec, shipped_spec_paths
 from trex_eval.errors import BenchmarkError
 from trex_eval.records import GraderKind, ObjectiveReference, SolveStatus, StructureReference
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from trex_eval import userbench
-from trex_eval.benchmark import Benchmark, load_benchmark, user_benchmarks_dir
+from trex_eval.benchmarks import user as userbench
+from trex_eval.benchmarks import Benchmark, load_benchmark, user_benchmarks_dir
 from trex_eval.errors import BenchmarkError, ConfigError
-from trex_eval.prompting import PromptRenderer
+from trex_eval.prompting.render import PromptRenderer
 from trex_eval.records import ObjectiveReference, SolveStatus
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trex_eval import data
+from trex_eval.benchmarks import data
 from trex_eval.errors import DataError
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from trex_eval.benchmark import Benchmark, load_benchmark
+from trex_eval.benchmarks import Benchmark, load_benchmark
 from trex_eval.errors import ConfigError
-from trex_eval.fewshot import (
+from trex_eval.prompting.fewshot import (
     FewShotPool,
     PoolItem,
     SelectionPolicy,
@@ -18,7 +18,7 @@ from trex_eval.fewshot import (
     select,
     stable_int,
 )
-from trex_eval.prompting import PromptRenderer
+from trex_eval.prompting.render import PromptRenderer
 from trex_eval.records import StructureReference
 
 
@@ -85,7 +85,7 @@ def test_default_policy_never_shows_a_twin(orgeval: Benchmark, strategy: str) ->
 def test_near_duplicates_are_excluded(data_dir: Path) -> None:
     bench = load_benchmark("optibench", data_dir=data_dir)
     pool = FewShotPool([PoolItem(p.id, p.question, p.question, p.question, "x") for p in bench.problems])
-    from trex_eval.fewshot import jaccard
+    from trex_eval.prompting.fewshot import jaccard
 
     leaks = 0
     for p in bench.problems[:120]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from trex_eval.benchmark import load_benchmark
-from trex_eval.lp import parse_lp
+from trex_eval.benchmarks import load_benchmark
+from trex_eval.grading.lp import parse_lp
 from trex_eval.records import ObjectiveReference, SolveStatus
 from trex_eval.sandbox.verify import resolve_with_highs
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from trex_eval.benchmark import load_benchmark
+from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
-from trex_eval.prompting import FewShotExample, PromptRenderer, prompt_set_names
+from trex_eval.prompting.render import FewShotExample, PromptRenderer, prompt_set_names
 
 
 def _sha(text: str) -> str:

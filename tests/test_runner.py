@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fake_server import FakeOpenAIServer, Reply
 
-from trex_eval import runner
+from trex_eval.run import pipeline as runner
 from trex_eval.backends.base import BackendSpec
 from trex_eval.backends.presets import load_presets, resolve_preset
 from trex_eval.errors import BenchmarkError, StoreError

@@ -1,8 +1,8 @@
 """Completion -> Program: pull the solver program out of a model's answer. Pure (no I/O).
 
-Four extractors are registered (``extract(..., extractor=name)``): ``default``,
-``trex-compat-solver``, ``trex-compat-orgeval`` and ``raw`` (the whole text is the program, for
-recorded outputs that already hold extracted code).
+Extractors are registered by name (``extract(..., extractor=name)``): ``default``, ``raw`` (the
+whole text is the program, for recorded outputs that already hold extracted code) and those of
+the reproduced protocols.
 
 ``default``
     What a careful reader would run. Reasoning is never a source of code: ``<think>…</think>``
@@ -29,19 +29,8 @@ recorded outputs that already hold extracted code).
     (printed output, LP text) are never chosen. Otherwise ``code`` is ``None`` and ``reason``
     says what was found instead.
 
-``trex-compat-solver``
-    The reference harness's extractor for NL4OPT, OptiBench and B4O-Feasible (reference-harness
-    §3.1), quirks included: the *longest* ```` ```python ```` block anywhere wins (drafts inside
-    ``<think>`` included); otherwise the longest of any fence, so a ```` ```py ```` block keeps
-    its ``py`` tag as the first line of code.
-
-``trex-compat-orgeval``
-    The reference harness's ORGEval extractor (§3.2): the text after the last ``</think>`` is
-    searched before the whole response; applied twice, as the reference does.
-
-    In both compat extractors a rule fires as soon as its regex matches at all (so an empty
-    fence yields empty code, reported as ``code=None``), "longest" compares match lengths before
-    stripping, and the first of equally long matches wins.
+The protocols register their own extractors here too: ``trex-compat-solver`` and
+``trex-compat-orgeval`` (:mod:`trex_eval.protocols.trex_compat.extract`).
 
 All extractors read ``Completion.text`` only. A completion that carries an API ``error`` yields
 ``code=None``. ``Program.reason`` names the rule that fired, e.g.
@@ -54,12 +43,14 @@ import ast
 import re
 import textwrap
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import cast
 
 from trex_eval.errors import ConfigError
 from trex_eval.records import Completion, Program
+from trex_eval.targets import load_target
 
 DEFAULT_EXTRACTOR = "default"
 
@@ -76,11 +67,7 @@ def extract(completion: Completion | str, *, extractor: str = DEFAULT_EXTRACTOR)
     Raises:
         ConfigError: ``extractor`` is not a registered name (see :data:`EXTRACTORS`).
     """
-    function = EXTRACTORS.get(extractor)
-    if function is None:
-        raise ConfigError(
-            f"unknown extractor {extractor!r}", hint=f"choose one of: {', '.join(sorted(EXTRACTORS))}"
-        )
+    function = extractor_function(extractor)
     if isinstance(completion, Completion):
         if completion.error is not None:
             return Program(code=None, extractor=extractor, reason=f"no completion: {completion.error}")
@@ -269,7 +256,7 @@ def _rank(block: _Block, parsed: _Parsed) -> int | None:
     return None
 
 
-def _extract_default(text: str) -> Extraction:
+def extract_default(text: str) -> Extraction:
     answer = _split_reasoning(text.replace("\r\n", "\n"))
     where = " after </think>" if answer.removed_reasoning else ""
     blocks = _candidates(answer.text)
@@ -303,103 +290,37 @@ def _extract_default(text: str) -> Extraction:
     return None, f"no_code: no Python block or program in the answer{where}"
 
 
-# --------------------------------------------------------------------------- trex-compat extractors
-# Regexes as the reference harness writes them (reference-harness §3.1, §3.2). ``findall`` with
-# non-greedy bodies pairs each opening fence with the next ``` anywhere, tag line included.
-
-_COMPAT_PYTHON_FENCE = re.compile(r"```python\s*(.*?)```", re.DOTALL)
-_COMPAT_ANY_FENCE = re.compile(r"```\s*(.*?)```", re.DOTALL)
-_COMPAT_PYTHON_TAG = re.compile(r"<python>\s*(.*?)\s*</python>", re.DOTALL | re.IGNORECASE)
-_COMPAT_THINK_END = re.compile(r"</think>|</redacted_reasoning>", re.IGNORECASE)
-_COMPAT_MIN_FENCE_CHARS = 50
-
-
-def _longest(matches: Sequence[str]) -> str:
-    """The longest match, first among equals (``max`` semantics), measured before stripping."""
-    return max(matches, key=len)
-
-
-def _compat_fenced(text: str) -> tuple[str, str] | None:
-    """§3.1 inner preference: longest ```python block, else longest ``` block over 50 stripped chars."""
-    python = _COMPAT_PYTHON_FENCE.findall(text)
-    if python:
-        return _longest(python).strip(), "longest ```python fence"
-    long_fences = [m for m in _COMPAT_ANY_FENCE.findall(text) if len(m.strip()) > _COMPAT_MIN_FENCE_CHARS]
-    if long_fences:
-        return _longest(long_fences).strip(), "longest ``` fence over 50 chars"
-    return None
-
-
-def _extract_compat_solver(text: str) -> Extraction:
-    """Reference-harness §3.1 (``lp_utils.extract_python_code``): first rule with a match wins."""
-    python = _COMPAT_PYTHON_FENCE.findall(text)
-    if python:
-        return _longest(python).strip(), f"§3.1 rule 1: longest of {len(python)} ```python fences"
-    fences = _COMPAT_ANY_FENCE.findall(text)
-    if fences:
-        long_fences = [m for m in fences if len(m.strip()) > _COMPAT_MIN_FENCE_CHARS]
-        pool = long_fences or fences
-        qualifier = "over 50 chars" if long_fences else "(none over 50 chars)"
-        return _longest(pool).strip(), f"§3.1 rule 2: longest of {len(pool)} ``` fences {qualifier}"
-    tags = _COMPAT_PYTHON_TAG.findall(text)
-    if tags:
-        body = _longest(tags)
-        inner = _compat_fenced(body)
-        if inner is not None:
-            return inner[0], f"§3.1 rule 3: {inner[1]} inside the longest <python> tag"
-        return body, "§3.1 rule 3: body of the longest <python> tag"
-    pieces = _COMPAT_THINK_END.split(text)
-    if len(pieces) > 1:
-        after = pieces[-1]
-        inner = _compat_fenced(after)
-        if inner is not None:
-            return inner[0], f"§3.1 rule 4: {inner[1]} after the last </think>"
-        if after.strip():
-            return after.strip(), "§3.1 rule 4: text after the last </think>"
-    # Rule 5 (blocks inside <think>) cannot fire: rules 1-2 already searched the whole text.
-    return text, "§3.1 rule 6: whole response"
-
-
-def _orgeval_once(text: str) -> Extraction:
-    pieces = _COMPAT_THINK_END.split(text)
-    has_marker = len(pieces) > 1
-    after = pieces[-1].strip() if has_marker else text
-    for pattern, kind in ((_COMPAT_PYTHON_FENCE, "```python"), (_COMPAT_ANY_FENCE, "```")):
-        for content, where in ((after, "after </think>"), (text, "in the whole response")):
-            matches = pattern.findall(content)
-            if matches:
-                return _longest(matches).strip(), f"§3.2: longest {kind} fence {where}"
-    if has_marker and after:
-        return after, "§3.2: text after the last </think>"
-    return text, "§3.2: whole response"
-
-
-def _extract_compat_orgeval(text: str) -> Extraction:
-    """Reference-harness §3.2 (``_lp_utils.extract_python_code``), applied twice like the reference
-    (once when evaluating the completion, again when converting the code to an LP file)."""
-    first, reason = _orgeval_once(text)
-    second, second_reason = _orgeval_once(first or "")
-    if second != first:
-        reason = f"{reason}, then on the second pass {second_reason.removeprefix('§3.2: ')}"
-    return second, reason
-
-
 # --------------------------------------------------------------------------- raw
 
 
-def _extract_raw(text: str) -> Extraction:
+def extract_raw(text: str) -> Extraction:
     """The whole text is the program (recorded outputs that already hold extracted code)."""
     return text, "raw: the whole text is the program"
 
 
 # --------------------------------------------------------------------------- registry
 
-EXTRACTORS: Mapping[str, Callable[[str], Extraction]] = MappingProxyType(
+EXTRACTORS: Mapping[str, str] = MappingProxyType(
     {
-        DEFAULT_EXTRACTOR: _extract_default,
-        "trex-compat-solver": _extract_compat_solver,
-        "trex-compat-orgeval": _extract_compat_orgeval,
-        "raw": _extract_raw,
+        DEFAULT_EXTRACTOR: "trex_eval.extract:extract_default",
+        "raw": "trex_eval.extract:extract_raw",
+        "trex-compat-solver": "trex_eval.protocols.trex_compat.extract:extract_solver",
+        "trex-compat-orgeval": "trex_eval.protocols.trex_compat.extract:extract_orgeval",
     }
 )
-"""Extractor name -> function of the completion text."""
+"""Extractor name -> ``"module:function"`` of a function of the completion text, returning an
+:data:`Extraction`; imported on first use."""
+
+
+def extractor_function(name: str) -> Callable[[str], Extraction]:
+    """The function registered as ``name``.
+
+    Raises:
+        ConfigError: ``name`` is not a registered extractor.
+    """
+    target = EXTRACTORS.get(name)
+    if target is None:
+        raise ConfigError(
+            f"unknown extractor {name!r}", hint=f"choose one of: {', '.join(sorted(EXTRACTORS))}"
+        )
+    return cast(Callable[[str], Extraction], load_target(target, what=f"extractor {name!r}"))

@@ -28,14 +28,14 @@ class Record(BaseModel):
 
 # --------------------------------------------------------------------------- vocabularies
 
-ProtocolName = Literal["default", "trex-compat"]
-"""``default``: trex-eval's corrected grading; ``trex-compat``: the reference harness's protocol."""
+ProtocolName = str
+"""A registered protocol name (:data:`trex_eval.protocols.PROTOCOLS`): ``default``, ``trex-compat``, ..."""
 
 GurobiPolicy = Literal["auto", "real", "compat"]
 """Which gurobipy a program gets in the sandbox (see ``trex_eval.sandbox.Job.gurobi``)."""
 
 FewShotStrategy = Literal["random", "similar"]
-"""How few-shot examples are chosen (see ``trex_eval.fewshot``)."""
+"""How few-shot examples are chosen (see ``trex_eval.prompting.fewshot``)."""
 
 
 # --------------------------------------------------------------------------- enums

@@ -36,7 +36,6 @@ from trex_eval.records import (
     GraderKind,
     GurobiPolicy,
     Prompt,
-    ProtocolName,
     Record,
     SampleRecord,
     SamplingParams,
@@ -100,9 +99,9 @@ class RunSettings(Record):
     """What defines a run's results. Resuming requires identical settings.
 
     ``model`` is the resolved model preset (backend, served model or path, options: never a
-    secret, API keys are referred to by environment variable name). ``protocol`` is ``default``
-    (trex-eval's corrected grading) or ``trex-compat`` (the reference
-    harness's rules, extractors and code rewrites). ``samples`` is the number of completions per
+    secret, API keys are referred to by environment variable name). ``protocol`` names a registered
+    protocol (``default``: trex-eval's corrected grading; ``trex-compat``: the reference harness's
+    rules, extractors and code rewrites). ``samples`` is the number of completions per
     problem; ``limit`` the first-n problems per benchmark (``None`` = all); ``extractor`` an
     extractor override (``None``: each benchmark's protocol default, recorded per benchmark);
     ``limits`` the sandbox limits asked for (``None``: the protocol's defaults; the limits each
@@ -113,7 +112,7 @@ class RunSettings(Record):
     sampling: SamplingParams
     samples: int = 1
     limit: int | None = None
-    protocol: ProtocolName = "default"
+    protocol: str = "default"
     prompt_set: str = "t-rex"
     extractor: str | None = None
     few_shot: int = 0
@@ -318,16 +317,6 @@ class RunStore:
                 raise StoreError(f"corrupt sample record: {exc.errors()[0]['msg']}", where=where) from None
             latest[record.key] = record
         yield from latest.values()
-
-    def graded_keys(self) -> set[SampleKey]:
-        keys: set[SampleKey] = set()
-        for _, _, text in self._records(SAMPLES):
-            try:
-                head = json.loads(text)
-                keys.add((head["benchmark"], head["problem_id"], int(head["sample_index"])))
-            except (ValueError, KeyError, TypeError):
-                continue
-        return keys
 
     def write_summary(self, summary: dict[str, Any], markdown: str) -> None:
         atomic_write_text(self.root / SUMMARY_JSON, json.dumps(summary, indent=2, allow_nan=True) + "\n")

@@ -28,9 +28,9 @@ from trex_eval.backends import BackendSpec, GenerationRequest, create_backend
 from trex_eval.backends.local import LocalBackend
 from trex_eval.backends.model_files import resolve_gguf
 from trex_eval.backends.server_process import free_port
-from trex_eval.benchmark import load_benchmark
+from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import BackendError, ConfigError
-from trex_eval.prompting import PromptRenderer
+from trex_eval.prompting.render import PromptRenderer
 from trex_eval.records import Completion, Problem, Prompt, SamplingParams
 
 SMOLLM2 = "smollm2-135m-instruct-q4"

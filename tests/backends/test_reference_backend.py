@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from trex_eval.backends import BackendSpec, GenerationRequest, create_backend
-from trex_eval.benchmark import load_benchmark
+from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
 from trex_eval.records import (
     ChatMessage,

@@ -22,9 +22,9 @@ from trex_eval import config
 from trex_eval.backends import BackendSpec, GenerationRequest, create_backend
 from trex_eval.backends.model_files import hf_export_dir
 from trex_eval.backends.vllm import VLLMBackend, VLLMOptions, serve_argv
-from trex_eval.benchmark import load_benchmark
+from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
-from trex_eval.prompting import PromptRenderer
+from trex_eval.prompting.render import PromptRenderer
 from trex_eval.records import Completion, SamplingParams
 
 MAX_TOKENS = 48

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trex_eval.grading.compat_rewrite import (
+from trex_eval.protocols.trex_compat.rewrite import (
     ensure_imports,
     insert_lb_if_missing,
     orgeval_rewrite,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from trex_eval.grading import grade_objective
-from trex_eval.grading.objective_compat import discover_model
+from trex_eval.protocols.trex_compat.objective import discover_model
 from trex_eval.records import (
     ExecStatus,
     Execution,

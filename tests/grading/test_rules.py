@@ -16,7 +16,7 @@ from trex_eval.grading import (
     rule_names,
     structure_grader,
 )
-from trex_eval.grading.objective_tolerance import Tolerance, ToleranceRule
+from trex_eval.grading.objective.tolerance import Tolerance, ToleranceRule
 from trex_eval.records import (
     ExecStatus,
     Execution,

@@ -10,7 +10,7 @@ import pytest
 from gurobi_oracle import differences, gurobi_read
 
 from trex_eval.errors import GradingError
-from trex_eval.lp import parse_lp, write_lp
+from trex_eval.grading.lp import parse_lp, write_lp
 from trex_eval.records import LinearModel
 
 

@@ -1,4 +1,4 @@
-"""Run directories made by the real pipeline (``trex_eval.runner.run``) for the report tests.
+"""Run directories made by the real pipeline (``trex_eval.run.pipeline.run``) for the report tests.
 
 * :func:`reference_run`: ``--model reference`` over the first ``LIMIT`` problems of all four
   benchmarks (every item there is well posed, so every sample is correct).
@@ -19,9 +19,9 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from trex_eval import runner
+from trex_eval.run import pipeline as runner
 from trex_eval.backends.base import BackendSpec
-from trex_eval.benchmark import load_benchmark
+from trex_eval.benchmarks import load_benchmark
 from trex_eval.records import ObjectiveReference, Verdict
 from trex_eval.sandbox import SandboxLimits
 

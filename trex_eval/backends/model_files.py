@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from trex_eval import config
-from trex_eval.data import sha256_file
+from trex_eval.benchmarks.data import sha256_file
 from trex_eval.errors import BackendError, ConfigError
 
 _CHUNK_BYTES = 1 << 20

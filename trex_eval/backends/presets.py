@@ -39,8 +39,9 @@ from pydantic import (
     model_validator,
 )
 
-from trex_eval import assets, config
+from trex_eval import config
 from trex_eval.backends.base import BackendSpec, backend_names
+from trex_eval.benchmarks import assets
 from trex_eval.errors import ConfigError
 from trex_eval.records import SamplingParams
 

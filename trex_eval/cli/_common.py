@@ -21,8 +21,7 @@ def echo_text(text: str) -> None:
 def data_dir_for(benchmarks: Sequence[str], explicit: Path | None) -> Path | None:
     """The data directory when one of ``benchmarks`` reads it (downloaded on first use); otherwise
     the one in force if any, else ``None`` (user benchmarks run without the T-Rex data)."""
-    from trex_eval import data
-    from trex_eval.benchmark import reads_data_dir
+    from trex_eval.benchmarks import data, reads_data_dir
     from trex_eval.errors import DataError
 
     if reads_data_dir(benchmarks):
@@ -40,7 +39,8 @@ def data_dir_or_pull(explicit: Path | None) -> Path:
     cache) the pinned data are downloaded into the cache, with a progress bar."""
     from rich.progress import BarColumn, DownloadColumn, Progress
 
-    from trex_eval import config, data
+    from trex_eval import config
+    from trex_eval.benchmarks import data
     from trex_eval.errors import DataError
 
     try:

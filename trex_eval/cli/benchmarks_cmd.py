@@ -14,8 +14,8 @@ from trex_eval.cli._common import DataDirOption, data_dir_for, err, out
 from trex_eval.errors import TrexError
 
 if TYPE_CHECKING:
-    from trex_eval.benchmark import BenchmarkSpec
-    from trex_eval.userbench import ValidationReport
+    from trex_eval.benchmarks import BenchmarkSpec
+    from trex_eval.benchmarks.user import ValidationReport
 
 app = typer.Typer(help="List, inspect, validate and add benchmarks.", no_args_is_help=True)
 
@@ -35,8 +35,13 @@ def _without_prefix(text: str, folder: Path) -> str:
 @app.command("list")
 def benchmarks_list(data_dir: DataDirOption = None) -> None:
     """Name, origin, rows, grader, default rule and prompt sets of every known benchmark."""
-    from trex_eval import benchmark, prompting
+    from trex_eval import benchmarks as benchmark
+    from trex_eval.prompting import render as prompting
+    from trex_eval.protocols import DEFAULT_PROTOCOL, protocol_names
+    from trex_eval.protocols.plan import rules_by_protocol
 
+    # The table shows the default protocol's rule and the first reproduced protocol's.
+    other = next(name for name in protocol_names() if name != DEFAULT_PROTOCOL)
     root = data_dir_for([], data_dir)
     sets = prompting.prompt_set_names()
     shipped = benchmark.shipped_spec_paths()
@@ -51,14 +56,15 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
                 error = Text(f"unreadable: {exc.message}", style="red")
                 rows.append((name, "-", "-", "-", error, origin, ""))
                 continue
+            rules = rules_by_protocol(spec.grader)
             available = [s for s in sets if s != prompting.UPSTREAM_SET or spec.prompt.upstream is not None]
             rows.append(
                 (
                     name,
                     count,
                     spec.grader.kind.value,
-                    spec.grader.rule,
-                    spec.grader.compat_rule,
+                    rules[DEFAULT_PROTOCOL],
+                    rules[other],
                     origin,
                     ", ".join(available),
                 )
@@ -71,7 +77,7 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
         show.append(5)
     if len(common) > 1:
         show.append(6)
-    headers = ("name", "rows", "grader", "rule", "compat rule", "origin", "prompt sets")
+    headers = ("name", "rows", "grader", "rule", f"{other} rule", "origin", "prompt sets")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for index in show:
         table.add_column(
@@ -94,7 +100,7 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
 
 def _row_count(name: str, spec: BenchmarkSpec, *, data_dir: Path | None) -> str:
     """Usable rows when the benchmark can be loaded now, else the count its YAML expects."""
-    from trex_eval import benchmark
+    from trex_eval import benchmarks as benchmark
 
     if spec.source.root == "data" and data_dir is None:
         return str(spec.source.rows) if spec.source.rows is not None else "?"
@@ -118,7 +124,8 @@ def benchmarks_show(
     data_dir: DataDirOption = None,
 ) -> None:
     """Show one problem: question, reference, instance files; optionally its rendered prompt."""
-    from trex_eval import benchmark, prompting
+    from trex_eval import benchmarks as benchmark
+    from trex_eval.prompting import render as prompting
 
     bench = benchmark.load_benchmark(name, data_dir=data_dir_for([name], data_dir))
     problem = bench.get(problem_id)
@@ -158,7 +165,7 @@ def benchmarks_validate(
     Rows with problems are listed (file:line, field, message) and skipped; they are warnings. The
     exit code is 2 when the YAML itself is invalid, its data are missing, or no row is usable.
     """
-    from trex_eval import userbench
+    from trex_eval.benchmarks import user as userbench
 
     report = userbench.validate(name_or_file, data_dir=data_dir_for([name_or_file], data_dir))
     _print_report(report, show_prompt=show_prompt)
@@ -188,7 +195,7 @@ def benchmarks_add(
     source.path in it is made absolute, so the data stay where they are. Names of shipped benchmarks
     are refused.
     """
-    from trex_eval import userbench
+    from trex_eval.benchmarks import user as userbench
 
     if not file.is_file():
         raise typer.BadParameter(f"no such file: {file}", param_hint="FILE")
@@ -212,22 +219,29 @@ def benchmarks_remove(
     name: Annotated[str, typer.Argument(help="Name of a registered (not shipped) benchmark.")],
 ) -> None:
     """Remove a registered benchmark; its data files are left untouched."""
-    from trex_eval import userbench
+    from trex_eval.benchmarks import user as userbench
 
     removed = userbench.unregister(name)
     out.print(f"removed benchmark '{name}' ({removed})", markup=False, highlight=False)
 
 
 def _print_report(report: ValidationReport, *, show_prompt: bool) -> None:
+    from trex_eval.protocols import DEFAULT_PROTOCOL
+    from trex_eval.protocols.plan import rules_by_protocol
+
     bench, spec = report.benchmark, report.benchmark.spec
+    rules = rules_by_protocol(spec.grader)
     lines = [
         ("benchmark", f"{bench.name}: {spec.title}"),
         ("spec", _relative(str(bench.spec_path))),
         ("source", f"{_relative(str(report.source))} ({report.rows_read} rows read)"),
         (
             "grading",
-            f"{spec.grader.kind.value}; rule {report.rules['default']} "
-            f"(trex-compat protocol: {report.rules['trex-compat']})",
+            f"{spec.grader.kind.value}; rule {rules[DEFAULT_PROTOCOL]} ("
+            + ", ".join(
+                f"{name} protocol: {rule}" for name, rule in rules.items() if name != DEFAULT_PROTOCOL
+            )
+            + ")",
         ),
         ("usable", f"{len(bench.problems)} problems; {len(report.row_errors)} rows with problems"),
     ]

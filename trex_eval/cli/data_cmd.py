@@ -30,7 +30,7 @@ def data_pull(
     """Download the pinned SLAI-T-Rex data (sha256-checked, installed atomically)."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-    from trex_eval import data
+    from trex_eval.benchmarks import data
 
     manifest = data.load_manifest()
     with Progress(
@@ -52,7 +52,7 @@ def data_pull(
 @app.command("where")
 def data_where(data_dir: DataDirOption = None) -> None:
     """Print the data directory in force (--data-dir, else $TREX_DATA_DIR, else the user cache)."""
-    from trex_eval import data
+    from trex_eval.benchmarks import data
 
     out.print(str(data.resolve_data_dir(data_dir)))
 
@@ -60,7 +60,7 @@ def data_where(data_dir: DataDirOption = None) -> None:
 @app.command("verify")
 def data_verify(data_dir: DataDirOption = None) -> None:
     """Check every data file against the pinned sha256 manifest; lists all missing/corrupt files."""
-    from trex_eval import data
+    from trex_eval.benchmarks import data
 
     root = data.resolve_data_dir(data_dir)
     report = data.verify_data_dir(root)

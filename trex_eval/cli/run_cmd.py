@@ -13,11 +13,12 @@ from rich.markup import escape
 
 from trex_eval.cli._common import DataDirOption, data_dir_for, data_dir_or_pull, echo_text, err, out
 from trex_eval.errors import ConfigError
-from trex_eval.records import FewShotStrategy, GurobiPolicy, ProtocolName
+from trex_eval.records import FewShotStrategy, GurobiPolicy
 from trex_eval.store import MANIFEST, RunStore
 
 if TYPE_CHECKING:
-    from trex_eval.runner import RunRequest, RunResult
+    from trex_eval.run.pipeline import RunResult
+    from trex_eval.run.spec import RunOptions, RunSpec
 
 _PANEL_WHAT = "What to run"
 _PANEL_MODEL = "Model"
@@ -45,8 +46,10 @@ def _one_of(value: str, choices: tuple[str, ...], *, what: str) -> str:
     return value
 
 
-def _protocol(value: str) -> ProtocolName:
-    return cast("ProtocolName", _one_of(value, get_args(ProtocolName), what="protocol"))
+def _protocol(value: str) -> str:
+    from trex_eval.protocols import protocol_names
+
+    return _one_of(value, protocol_names(), what="protocol")
 
 
 def _gurobi_policy(value: str) -> GurobiPolicy:
@@ -69,14 +72,14 @@ def _overrides(opts: list[str]) -> dict[str, str]:
     return parsed
 
 
-def _run_interruptibly(request: RunRequest) -> RunResult:
-    """:func:`trex_eval.runner.run`, saying how to continue when the user presses Ctrl-C."""
-    from trex_eval import runner
+def _run_interruptibly(spec: RunSpec, options: RunOptions) -> RunResult:
+    """:func:`trex_eval.run.pipeline.run`, saying how to continue when the user presses Ctrl-C."""
+    from trex_eval.run import pipeline as runner
 
     try:
-        return runner.run(request)
+        return runner.run(spec, options)
     except KeyboardInterrupt:
-        where = request.out or "results/<run-id>"
+        where = options.out or "results/<run-id>"
         err.print(f"interrupted: finished samples are kept; continue with `trex-eval run --resume {where}`")
         raise typer.Exit(130) from None
 
@@ -247,8 +250,9 @@ def run(
 
       trex-eval run --resume results/<run-id>              (continue a killed run)
     """
-    from trex_eval import runner
     from trex_eval.backends.presets import load_presets, resolve_preset
+    from trex_eval.run import pipeline as runner
+    from trex_eval.run.spec import ALL_BENCHMARKS, FewShotSettings, RunOptions, RunSpec, model_for_protocol
     from trex_eval.sandbox import SandboxLimits
 
     command = tuple(sys.argv)
@@ -281,8 +285,9 @@ def run(
             )
         recorded = RunStore(resume).read_manifest().settings.benchmarks
         root = data_dir_for([b.requested for b in recorded], data_dir)
-        request = runner.resume_request(
-            resume, data_dir=root, workers=workers, command=command, show_progress=not no_progress
+        spec = runner.resume_spec(resume)
+        options = RunOptions(
+            data_dir=root, out=resume, workers=workers, command=command, show_progress=not no_progress
         )
     else:
         if model is None:
@@ -290,12 +295,10 @@ def run(
         protocol_name = _protocol(protocol)
         strategy = _few_shot_strategy(few_shot_strategy)
         gurobi_policy = _gurobi_policy(gurobi)
-        spec = resolve_preset(model, presets=load_presets(user_file=models_file), overrides=_overrides(opt))
-        if spec.backend == "reference" and protocol == "trex-compat" and "libraries" not in spec.options:
-            # The reference harness only finds gurobipy models: PuLP, highspy and OR-Tools answers
-            # would fail its rule for a reason that says nothing about the installation.
-            spec = spec.model_copy(update={"options": {**spec.options, "libraries": "gurobipy"}})
-            err.print("note: --protocol trex-compat: the reference backend answers in gurobipy only")
+        preset = resolve_preset(model, presets=load_presets(user_file=models_file), overrides=_overrides(opt))
+        backend_spec, note = model_for_protocol(preset, protocol_name)
+        if note is not None:
+            err.print(f"note: {note}", markup=False, highlight=False)
         if workers < 1:
             raise ConfigError("--workers must be at least 1")
         if few_shot < 0:
@@ -313,24 +316,27 @@ def run(
                     f"invalid sandbox limit {'.'.join(map(str, problem['loc']))}: {problem['msg']}",
                     hint="--timeout is in seconds (> 0); --memory-mib is at least 64",
                 ) from None
-        names = (_split(benchmarks) + tuple(str(p) for p in benchmark_file)) or runner.ALL_BENCHMARKS
-        request = runner.RunRequest(
-            model=spec,
-            data_dir=data_dir_for(names, data_dir),
+        names = (_split(benchmarks) + tuple(str(p) for p in benchmark_file)) or ALL_BENCHMARKS
+        spec = RunSpec(
+            model=backend_spec,
             benchmarks=names,
             prompt_set=prompt_set,
             samples=samples,
             limit=limit,
             protocol=protocol_name,
             rules=_split(rule),
-            few_shot=runner.FewShotSettings(k=few_shot, strategy=strategy, source=few_shot_source),
-            sandbox=runner.SandboxSettings(workers=workers, limits=limits),
+            few_shot=FewShotSettings(k=few_shot, strategy=strategy, source=few_shot_source),
+            limits=limits,
             gurobi=gurobi_policy,
+        )
+        options = RunOptions(
+            data_dir=data_dir_for(names, data_dir),
             out=out_dir,
+            workers=workers,
             command=command,
             show_progress=not no_progress,
         )
-    result = _run_interruptibly(request)
+    result = _run_interruptibly(spec, options)
     echo_text((result.run_dir / "summary.md").read_text(encoding="utf-8"))
     out.print(
         f"run directory: {result.run_dir}  ({result.generated_now} generated, {result.graded_now} graded now)"
@@ -394,7 +400,7 @@ def grade(
     Example: trex-eval grade --completions out.jsonl --benchmark my-bench --id-field qid
     --text-field response.choices.0.message.content --rule orlm
     """
-    from trex_eval import regrade
+    from trex_eval.run import regrade
 
     given = [path for path in (source, completions) if path is not None]
     if len(given) != 1:
@@ -407,7 +413,7 @@ def grade(
         names = [b.requested for b in RunStore(given[0]).read_manifest().settings.benchmarks]
     else:
         names = [benchmark] if benchmark else []
-    request = regrade.request_for(
+    spec, options = regrade.request_for(
         given[0],
         data_dir=data_dir_for(names, data_dir),
         rules=_split(rule),
@@ -425,7 +431,7 @@ def grade(
         command=tuple(sys.argv),
         show_progress=not no_progress,
     )
-    result = _run_interruptibly(request)
+    result = _run_interruptibly(spec, options)
     echo_text((result.run_dir / "summary.md").read_text(encoding="utf-8"))
     out.print(f"run directory: {result.run_dir}")
 
@@ -449,7 +455,7 @@ def audit(
     data_dir: DataDirOption = None,
 ) -> None:
     """Grade each benchmark's own reference solutions: every failure is a data or grading problem to check."""
-    from trex_eval import audit as audit_mod
+    from trex_eval.run import audit as audit_mod
 
     protocol_name = _protocol(protocol)
     gurobi_policy = _gurobi_policy(gurobi)

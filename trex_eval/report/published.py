@@ -23,7 +23,6 @@ from trex_eval.errors import ConfigError
 from trex_eval.records import Record
 
 COLUMNS = ("model", "benchmark", "score_pct", "metric", "source", "url", "note")
-AVERAGE = "average"
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 _SHIPPED = (

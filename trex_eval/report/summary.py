@@ -25,13 +25,13 @@ from trex_eval.metrics import (
     mean_pass_at_k,
     pass_at_1,
 )
+from trex_eval.protocols import Protocol, SummaryRow, get_protocol
 from trex_eval.records import (
     GraderKind,
     ObjectiveEvidence,
     Record,
     SampleRecord,
     SolveStatus,
-    StructureEvidence,
     Verdict,
 )
 from trex_eval.report.intervals import IntervalSettings, stratified_bootstrap_ci
@@ -40,16 +40,6 @@ from trex_eval.report.runs import BenchmarkResults, ProblemSamples, RunResults, 
 from trex_eval.store import RunManifest, RunSettings
 
 MACRO_LABEL = "macro mean of per-benchmark pass@1"
-
-UPSTREAM_DATASETS: Mapping[str, str] = MappingProxyType(
-    {
-        "nl4opt": "nl4opt",
-        "optibench": "optibench",
-        "b4o-feasible": "bench4opt-feasible",
-        "b4o-orgeval": "bench4opt",
-    }
-)
-"""trex-eval benchmark name -> the dataset name the reference harness's summary prints (§6.4)."""
 
 DEFINITIONS: Mapping[str, str] = MappingProxyType(
     {
@@ -90,20 +80,6 @@ _POWERS_OF_TWO = (2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_PROMPT_SET = "t-rex"
 
 
-class CompatRow(Record):
-    """One row of the reference harness's ``summary.md`` table (reference-harness §6.4).
-
-    Unlike the reference, ``count`` is the number of problems selected, so problems lost to API
-    failures stay in the denominator (W28).
-    """
-
-    dataset: str
-    score_count: int
-    code_pass_count: int
-    api_error_count: int
-    count: int
-
-
 class BenchmarkSummary(Record):
     """Scores and counts of one benchmark in one run (see :data:`DEFINITIONS`).
 
@@ -141,7 +117,7 @@ class BenchmarkSummary(Record):
     outcomes: dict[Outcome, int]
     api_errors: int
     environment_failures: int
-    compat: CompatRow
+    compat: SummaryRow
 
     @property
     def flagged(self) -> bool:
@@ -216,7 +192,8 @@ def summarize(
 def summarize_results(results: RunResults, *, interval: IntervalSettings | None = None) -> RunSummary:
     """Summary of an arranged run (the form leaderboards and reports already hold)."""
     settings = interval or IntervalSettings()
-    benchmarks = tuple(_summarize_benchmark(bench, settings) for bench in results.benchmarks)
+    protocol = get_protocol(results.manifest.settings.protocol)
+    benchmarks = tuple(_summarize_benchmark(bench, settings, protocol) for bench in results.benchmarks)
     macro: float | None = None
     low: float | None = None
     high: float | None = None
@@ -304,7 +281,9 @@ def render_summary_markdown(summary: RunSummary) -> str:
 # --------------------------------------------------------------------------- per benchmark
 
 
-def _summarize_benchmark(bench: BenchmarkResults, settings: IntervalSettings) -> BenchmarkSummary:
+def _summarize_benchmark(
+    bench: BenchmarkResults, settings: IntervalSettings, protocol: Protocol
+) -> BenchmarkSummary:
     entry = bench.entry
     width = bench.samples_per_problem
     correctness = bench.correctness()
@@ -344,7 +323,9 @@ def _summarize_benchmark(bench: BenchmarkResults, settings: IntervalSettings) ->
         environment_failures=sum(
             count for verdict, count in verdicts.items() if verdict.is_environment_failure
         ),
-        compat=_compat_row(bench),
+        compat=protocol.summary_row(
+            entry.name, [problem.samples for problem in bench.problems], selected=bench.selected
+        ),
     )
 
 
@@ -403,45 +384,6 @@ def _vote(record: SampleRecord | None) -> float | None:
     if solve is not None and solve.verification == "mismatch":
         return None
     return evidence.predicted
-
-
-def _compat_row(bench: BenchmarkResults) -> CompatRow:
-    score = code = api = 0
-    for problem in bench.problems:
-        selected = _selected_attempt(problem)
-        if selected is None:
-            continue
-        score += any(problem.correct)
-        code += _code_passed(selected)
-        api += selected.grade.verdict is Verdict.API_ERROR
-    return CompatRow(
-        dataset=UPSTREAM_DATASETS.get(bench.name, bench.name),
-        score_count=score,
-        code_pass_count=code,
-        api_error_count=api,
-        count=bench.selected,
-    )
-
-
-def _selected_attempt(problem: ProblemSamples) -> SampleRecord | None:
-    """The attempt the reference harness keeps: the first correct sample, else the last stored one."""
-    stored = [record for record in problem.samples if record is not None]
-    for record in stored:
-        if record.grade.passed:
-            return record
-    return stored[-1] if stored else None
-
-
-def _code_passed(record: SampleRecord) -> bool:
-    evidence = record.grade.evidence
-    if isinstance(evidence, StructureEvidence):
-        # The structure check ran on a model it could read (an unreadable file has no checks).
-        return bool(evidence.checks)
-    return (
-        isinstance(evidence, ObjectiveEvidence)
-        and evidence.predicted is not None
-        and evidence.predicted_status is SolveStatus.OPTIMAL
-    )
 
 
 def _notes(bench: BenchmarkSummary) -> list[str]:

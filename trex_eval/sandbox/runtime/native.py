@@ -10,7 +10,6 @@ import ctypes
 import os
 import platform
 
-CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 

@@ -1,0 +1,302 @@
+"""The benchmark data directory: where it is, whether it is intact, and how to download it.
+
+The data are the upstream SLAI-T-Rex ``or_benchmark_eval/`` files at one pinned commit. The
+project never ships them; ``trex-eval data pull`` downloads the upstream archive, keeps only the
+files listed in ``data_manifest.json`` (committed, with a sha256 per file) and installs them
+atomically: the target folder either holds a complete, verified copy or is left untouched.
+
+Resolution order of the data directory: an explicit ``--data-dir``, then ``TREX_DATA_DIR``, then
+``<user cache>/data/<commit>`` (where ``data pull`` installs by default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+from trex_eval import config
+from trex_eval.benchmarks import assets
+from trex_eval.errors import DataError
+from trex_eval.records import Record
+
+_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class DataManifest:
+    """The pinned upstream snapshot: where to download it and the sha256 of every file kept.
+
+    ``optional`` files (the upstream licence) are copied when the archive has them at one of the
+    listed member paths, without a checksum: they are attribution, not benchmark data.
+    """
+
+    repository: str
+    commit: str
+    archive_url: str
+    archive_root: str
+    default_member_prefix: str
+    members: Mapping[str, str]
+    files: Mapping[str, str]
+    optional: Mapping[str, tuple[str, ...]]
+
+    def archive_member(self, relpath: str) -> str:
+        """Path of ``relpath`` inside the archive (below ``archive_root``)."""
+        return self.members.get(relpath, self.default_member_prefix + relpath)
+
+    @property
+    def member_to_relpath(self) -> dict[str, str]:
+        return {f"{self.archive_root}/{self.archive_member(rel)}": rel for rel in self.files}
+
+    @property
+    def optional_members(self) -> dict[str, str]:
+        return {
+            f"{self.archive_root}/{member}": rel
+            for rel, members in self.optional.items()
+            for member in members
+        }
+
+
+def load_manifest() -> DataManifest:
+    """Read the committed ``data_manifest.json``."""
+    raw = json.loads((Path(__file__).resolve().parent / "data_manifest.json").read_text(encoding="utf-8"))
+    return DataManifest(
+        repository=raw["repository"],
+        commit=raw["commit"],
+        archive_url=raw["archive_url"],
+        archive_root=raw["archive_root"],
+        default_member_prefix=raw["default_member_prefix"],
+        members=raw.get("members", {}),
+        files=raw["files"],
+        optional={rel: tuple(members) for rel, members in raw.get("optional", {}).items()},
+    )
+
+
+def default_data_dir(manifest: DataManifest | None = None) -> Path:
+    """Where ``data pull`` installs by default: ``<user cache>/data/<commit>``."""
+    manifest = manifest or load_manifest()
+    return config.cache_dir() / "data" / manifest.commit
+
+
+_HOW_TO_POINT = (
+    "run `trex-eval data pull`, or point the harness at an existing copy of the upstream "
+    "or_benchmark_eval/ folder with --data-dir DIR or TREX_DATA_DIR=DIR"
+)
+
+
+def resolve_data_dir(explicit: Path | None = None) -> Path:
+    """The data directory in force (see module docstring for the order).
+
+    Raises:
+        DataError: the chosen directory does not exist or has no ``data/`` folder.
+    """
+    if explicit is not None:
+        root, origin = explicit, "--data-dir"
+    elif (env := config.data_dir_from_env()) is not None:
+        root, origin = env, "TREX_DATA_DIR"
+    else:
+        root, origin = default_data_dir(), "the default location"
+    if not (root / "data").is_dir():
+        raise DataError(f"no benchmark data at {root} (from {origin})", hint=_HOW_TO_POINT)
+    return root.resolve()
+
+
+class VerifyReport(Record):
+    """Result of checking a data directory against the manifest."""
+
+    root: str
+    checked: int
+    missing: tuple[str, ...]
+    corrupt: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.corrupt
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_data_dir(root: Path, *, manifest: DataManifest | None = None) -> VerifyReport:
+    """Check every manifest file under ``root``: reports all missing and corrupt files."""
+    manifest = manifest or load_manifest()
+    missing: list[str] = []
+    corrupt: list[str] = []
+    for rel, expected in manifest.files.items():
+        path = root / rel
+        if not path.is_file():
+            missing.append(rel)
+        elif sha256_file(path) != expected:
+            corrupt.append(rel)
+    return VerifyReport(
+        root=str(root), checked=len(manifest.files), missing=tuple(missing), corrupt=tuple(corrupt)
+    )
+
+
+ProgressCallback = Callable[[int, int | None], None]
+"""Called with (bytes downloaded so far, total bytes or None) while downloading."""
+
+
+def pull(
+    dest: Path | None = None,
+    *,
+    url: str | None = None,
+    force: bool = False,
+    connect_timeout_s: float = 10.0,
+    read_timeout_s: float = 60.0,
+    progress: ProgressCallback | None = None,
+) -> Path:
+    """Download the pinned upstream archive and install the manifest's files into ``dest``.
+
+    Args:
+        dest: target folder (default :func:`default_data_dir`).
+        url: archive URL override (tests, mirrors); default: the manifest's.
+        force: re-install even if ``dest`` already verifies.
+        connect_timeout_s: seconds to wait for a connection (offline machines fail fast).
+        read_timeout_s: seconds without data before the download is abandoned.
+        progress: download progress callback.
+
+    Returns:
+        ``dest``, holding exactly the manifest's files, every one sha256-checked.
+
+    Raises:
+        DataError: download failed, archive incomplete or a checksum mismatched. ``dest`` is
+            then unchanged (a previous complete copy stays in place).
+    """
+    manifest = load_manifest()
+    dest = (dest or default_data_dir(manifest)).absolute()
+    if not force and dest.is_dir() and verify_data_dir(dest, manifest=manifest).ok:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(dest)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
+    try:
+        archive = staging / "archive.tar.gz"
+        _download(url or manifest.archive_url, archive, connect_timeout_s, read_timeout_s, progress)
+        tree = staging / "tree"
+        _extract_verified(archive, tree, manifest)
+        _swap_into_place(tree, dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+def _remove_stale_staging(dest: Path) -> None:
+    # A pull killed with SIGKILL leaves its staging folder behind; an hour is far longer than
+    # any real download, so older ones are garbage.
+    cutoff = time.time() - 3600
+    for stale in dest.parent.glob(f".{dest.name}.*-*"):
+        if stale.is_dir() and stale.stat().st_mtime < cutoff:
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _download(
+    url: str, target: Path, connect_timeout_s: float, read_timeout_s: float, progress: ProgressCallback | None
+) -> None:
+    timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
+    try:
+        with (
+            httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response,
+            target.open("wb") as out,
+        ):
+            if response.status_code != 200:
+                raise DataError(f"downloading {url} failed: HTTP {response.status_code}", hint=_HOW_TO_POINT)
+            total_header = response.headers.get("content-length")
+            total = int(total_header) if total_header and total_header.isdigit() else None
+            done = 0
+            for chunk in response.iter_bytes(_CHUNK):
+                out.write(chunk)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, total)
+            if total is not None and done != total:
+                raise DataError(
+                    f"download of {url} was cut short ({done} of {total} bytes)", hint=_HOW_TO_POINT
+                )
+    except httpx.HTTPError as exc:
+        raise DataError(f"cannot download {url}: {exc or type(exc).__name__}", hint=_HOW_TO_POINT) from exc
+
+
+def _iter_members(archive: Path) -> Iterator[tuple[tarfile.TarInfo, IO[bytes] | None]]:
+    with tarfile.open(archive, mode="r|gz") as tar:
+        for member in tar:
+            yield member, tar.extractfile(member) if member.isfile() else None
+
+
+def _copy_hashing(source: IO[bytes], out: IO[bytes]) -> str:
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: source.read(_CHUNK), b""):
+        digest.update(chunk)
+        out.write(chunk)
+    return digest.hexdigest()
+
+
+def _extract_verified(archive: Path, tree: Path, manifest: DataManifest) -> None:
+    wanted = manifest.member_to_relpath
+    optional = manifest.optional_members
+    found: set[str] = set()
+    corrupt: list[str] = []
+    try:
+        for member, stream in _iter_members(archive):
+            if stream is not None and member.name in optional and not (tree / optional[member.name]).exists():
+                target = tree / optional[member.name]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("wb") as out:
+                    _copy_hashing(stream, out)
+                continue
+            rel = wanted.get(member.name)
+            if rel is None or stream is None:
+                continue
+            target = tree / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("wb") as out:
+                digest = _copy_hashing(stream, out)
+            found.add(rel)
+            if digest != manifest.files[rel]:
+                corrupt.append(rel)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise DataError(
+            f"the downloaded archive is not a readable .tar.gz: {exc}", hint=_HOW_TO_POINT
+        ) from exc
+    missing = sorted(set(manifest.files) - found)
+    if corrupt or missing:
+        lines = [f"corrupt (sha256 mismatch): {rel}" for rel in sorted(corrupt)]
+        lines += [f"missing from archive: {rel}" for rel in missing]
+        shown = "\n    ".join(lines[:20]) + (
+            f"\n    ... and {len(lines) - 20} more" if len(lines) > 20 else ""
+        )
+        raise DataError(
+            f"the archive does not match the pinned snapshot {manifest.commit[:12]}; "
+            "nothing was installed:\n    " + shown,
+            hint="retry the download; if it persists, the upstream archive changed: report it",
+        )
+
+
+def _swap_into_place(tree: Path, dest: Path) -> None:
+    if not dest.exists():
+        os.replace(tree, dest)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+    os.replace(dest, retired / "previous")
+    try:
+        os.replace(tree, dest)
+    except OSError:
+        os.replace(retired / "previous", dest)
+        raise
+    finally:
+        shutil.rmtree(retired, ignore_errors=True)

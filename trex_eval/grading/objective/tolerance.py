@@ -1,0 +1,378 @@
+"""Tolerance rules: ``strict`` (the default) and its parameterised relatives (``rel``, ``abs``,
+``round`` and the published conventions ``orlm`` and ``sirl``). Pure.
+
+One decision procedure, read top to bottom:
+
+1. A program that failed (any execution status but ``ok``/``no_solve``) gets the verdict naming the
+   failure (``runtime_error``, ``timeout``, ``licence_error`` ...), even if it solved something first.
+2. The answer is the **last** solve the sandbox hooks observed, whatever the library. Without one,
+   the verdict is ``no_solve`` -- unless the rule was built with ``use_printed`` (spec key
+   ``printed=true``), in which case ``Execution.printed_objective`` is compared instead; that
+   number comes from stdout, so its solver status is unknown and unchecked, and the evidence
+   says ``source="printed"``. The fallback is off for every preset, so no number ever comes
+   from stdout silently.
+3. A solve whose objective the harness's own HiGHS re-solve contradicts
+   (``verification == "mismatch"``) is ``wrong``: the reported objective is not the model's.
+4. Against an optimal reference the solver status must be ``optimal`` (else ``wrong``) with a
+   finite objective (else ``not_determinable``), and ``|pred − ref| ≤ atol + rtol·|ref|`` must
+   hold, after rounding both to ``digits`` decimals when set (Python ``round``: half-to-even on
+   the binary value). A miss where ``−pred`` would match says so (minimise/maximise confusion is
+   still just ``wrong``).
+5. Against a reference without a finite optimum only the solver status counts: ``infeasible``
+   matches ``infeasible`` and ``unbounded`` matches ``unbounded``; a solver answer
+   ``inf_or_unbd`` against either is ``not_determinable`` (the solver did not decide which);
+   a reference ``inf_or_unbd`` is matched by any of the three.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import ClassVar
+
+from trex_eval.errors import ConfigError, GradingError
+from trex_eval.grading.objective.base import (
+    FINISHED,
+    NO_FINITE_OPTIMUM,
+    check_reference,
+    failure_detail,
+    failure_verdict,
+    fmt,
+    rule_spec,
+)
+from trex_eval.grading.spec import RuleSpec
+from trex_eval.records import (
+    Execution,
+    Grade,
+    GraderKind,
+    ObjectiveEvidence,
+    ObjectiveReference,
+    SolveRecord,
+    SolveStatus,
+    Verdict,
+    finite_or_none,
+)
+
+TOLERANCE_RULE_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One tolerance check: the (rounded) values compared, ``|Δ|``, the bound it must not exceed,
+    ``|Δ| / |ref|`` (``None`` for a zero reference) and the outcome."""
+
+    predicted: float
+    reference: float
+    abs_error: float
+    bound: float
+    rel_error: float | None
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Accept ``pred`` when ``|pred − ref| ≤ atol + rtol·|ref|``.
+
+    ``digits`` (default ``None``: no rounding) rounds both values to that many decimals first
+    (negative values round to tens, hundreds ...). The defaults are the ``strict`` rule's.
+
+    Raises:
+        ConfigError: a tolerance that is negative or not finite.
+    """
+
+    rtol: float = 1e-4
+    atol: float = 1e-6
+    digits: int | None = None
+
+    def __post_init__(self) -> None:
+        for key, value in (("rtol", self.rtol), ("atol", self.atol)):
+            if not math.isfinite(value) or value < 0:
+                raise ConfigError(f"tolerance {key}={value!r} must be a finite number >= 0")
+
+    def compare(self, predicted: float, reference: float) -> Comparison:
+        """Check ``predicted`` against ``reference`` (both finite)."""
+        if self.digits is not None:
+            predicted, reference = round(predicted, self.digits), round(reference, self.digits)
+        abs_error = abs(predicted - reference)
+        bound = self.atol + self.rtol * abs(reference)
+        return Comparison(
+            predicted=predicted,
+            reference=reference,
+            abs_error=abs_error,
+            bound=bound,
+            rel_error=abs_error / abs(reference) if reference else None,
+            passed=abs_error <= bound,
+        )
+
+    def formula(self) -> str:
+        """The acceptance test in words, e.g. ``|pred − ref| ≤ 1e-06 + 0.0001·|ref|``."""
+        text = f"|pred − ref| ≤ {self.atol:g} + {self.rtol:g}·|ref|"
+        if self.digits is not None:
+            text = f"{text} after rounding both to {self.digits} decimals"
+        return text
+
+
+@dataclass(frozen=True)
+class ToleranceRule:
+    """An :class:`~trex_eval.grading.objective.base.ObjectiveRule` judging by :class:`Tolerance`.
+
+    ``title`` names the convention in the description (``"SIRL convention"``); ``parameters``
+    is the canonical text of the non-default parameters, appended to ``spec`` (the registry in
+    :mod:`trex_eval.grading.registry` fills it in).
+    """
+
+    name: str
+    tolerance: Tolerance = Tolerance()
+    use_printed: bool = False
+    title: str = ""
+    parameters: str = ""
+    version: str = TOLERANCE_RULE_VERSION
+    kind: ClassVar[GraderKind] = GraderKind.OBJECTIVE
+
+    @property
+    def spec(self) -> str:
+        return rule_spec(self.name, self.version, self.parameters)
+
+    @property
+    def description(self) -> str:
+        lead = f"{self.title}: " if self.title else ""
+        text = f"{lead}solver status optimal and {self.tolerance.formula()}"
+        if self.use_printed:
+            text += "; a printed objective is used (status unchecked) when no solve was hooked"
+        return text
+
+    def grade(self, execution: Execution, reference: ObjectiveReference, /) -> Grade:
+        """Judge ``execution`` against ``reference`` (see the module docstring for the order).
+
+        Raises:
+            GradingError: the reference cannot be judged against (see ``check_reference``).
+        """
+        check_reference(reference)
+        if execution.status not in FINISHED:
+            verdict = failure_verdict(execution.status)
+            return self._grade(verdict, f"program failed ({verdict.value}): {failure_detail(execution)}")
+        solve = execution.last_solve
+        if solve is None:
+            return self._grade_printed(execution, reference)
+        if solve.verification == "mismatch":
+            return self._grade(
+                Verdict.WRONG,
+                f"the reported objective {fmt(solve.objective)} is not the model's: the harness's HiGHS "
+                f"re-solve of the captured model gives {fmt(solve.verified_objective)}",
+                self._evidence(
+                    finite_or_none(solve.objective),
+                    solve.status,
+                    reference,
+                    verified=solve.verified_objective,
+                ),
+            )
+        if reference.status is not SolveStatus.OPTIMAL:
+            return self._grade_status(solve, reference)
+        evidence = self._evidence(
+            finite_or_none(solve.objective), solve.status, reference, verified=solve.verified_objective
+        )
+        if solve.status is not SolveStatus.OPTIMAL:
+            return self._grade(
+                Verdict.WRONG,
+                f"{solve.library} solve ended {solve.status.value} ({solve.raw_status}); "
+                f"the reference optimum is {fmt(reference.value)}",
+                evidence,
+            )
+        objective = finite_or_none(solve.objective)
+        if objective is None:
+            return self._grade(
+                Verdict.NOT_DETERMINABLE,
+                f"{solve.library} reported optimal without a finite objective ({fmt(solve.objective)})",
+                evidence,
+            )
+        note = _verification(solve)
+        return self._compare(
+            objective,
+            reference,
+            status=solve.status,
+            source="hook",
+            note=note,
+            verified=solve.verified_objective,
+        )
+
+    # ----------------------------------------------------------------------- helpers
+
+    def _grade(self, verdict: Verdict, reason: str, evidence: ObjectiveEvidence | None = None) -> Grade:
+        return Grade(verdict=verdict, rule=self.spec, reason=reason, evidence=evidence)
+
+    def _evidence(
+        self,
+        predicted: float | None,
+        status: SolveStatus | None,
+        reference: ObjectiveReference,
+        *,
+        source: str = "hook",
+        verified: float | None = None,
+    ) -> ObjectiveEvidence:
+        return ObjectiveEvidence(
+            predicted=predicted,
+            predicted_status=status,
+            reference=reference.value,
+            reference_status=reference.status,
+            atol=self.tolerance.atol,
+            rtol=self.tolerance.rtol,
+            digits=self.tolerance.digits,
+            verified_objective=verified,
+            source=source,
+        )
+
+    def _grade_printed(self, execution: Execution, reference: ObjectiveReference) -> Grade:
+        printed = finite_or_none(execution.printed_objective)
+        if not self.use_printed or printed is None:
+            reason = "the program never called a hooked solver"
+            if printed is not None:
+                reason += f"; it printed {fmt(printed)}, but this rule does not read printed output"
+            return self._grade(Verdict.NO_SOLVE, reason)
+        if reference.status is not SolveStatus.OPTIMAL:
+            return self._grade(
+                Verdict.WRONG,
+                f"printed objective {fmt(printed)}, but the reference is {reference.status.value}",
+                self._evidence(printed, None, reference, source="printed"),
+            )
+        return self._compare(printed, reference, status=None, source="printed", note="; printed output")
+
+    def _compare(
+        self,
+        predicted: float,
+        reference: ObjectiveReference,
+        *,
+        status: SolveStatus | None,
+        source: str,
+        note: str,
+        verified: float | None = None,
+    ) -> Grade:
+        expected = reference.value
+        if expected is None:  # excluded by check_reference; kept for the type checker
+            raise GradingError(f"optimal reference without a value (label {reference.label!r})")
+        result = self.tolerance.compare(predicted, expected)
+        evidence = ObjectiveEvidence(
+            predicted=predicted,
+            predicted_status=status,
+            reference=reference.value,
+            reference_status=reference.status,
+            abs_error=result.abs_error,
+            rel_error=result.rel_error,
+            atol=self.tolerance.atol,
+            rtol=self.tolerance.rtol,
+            digits=self.tolerance.digits,
+            verified_objective=verified,
+            source=source,
+        )
+        values = f"{fmt(result.predicted)} vs reference {fmt(result.reference)}"
+        if self.tolerance.digits is not None:
+            values += f" (rounded to {self.tolerance.digits} decimals)"
+        if result.passed:
+            reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}{note}"
+            return self._grade(Verdict.CORRECT, reason, evidence)
+        reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}{note}"
+        if expected != 0 and self.tolerance.compare(-predicted, expected).passed:
+            reason += "; pred = −ref: minimise/maximise confused?"
+        return self._grade(Verdict.WRONG, reason, evidence)
+
+    def _grade_status(self, solve: SolveRecord, reference: ObjectiveReference) -> Grade:
+        predicted = solve.status
+        evidence = self._evidence(finite_or_none(solve.objective), predicted, reference)
+        said = f"{solve.library} solve ended {predicted.value}; the reference is {reference.status.value}"
+        if predicted is reference.status or (
+            reference.status is SolveStatus.INF_OR_UNBD and predicted in NO_FINITE_OPTIMUM
+        ):
+            return self._grade(Verdict.CORRECT, said, evidence)
+        if predicted is SolveStatus.INF_OR_UNBD:
+            return self._grade(
+                Verdict.NOT_DETERMINABLE,
+                f"{said}; the solver did not decide between infeasible and unbounded",
+                evidence,
+            )
+        return self._grade(Verdict.WRONG, said, evidence)
+
+
+def _verification(solve: SolveRecord) -> str:
+    """Reason suffix naming the harness's re-solve (also in ``ObjectiveEvidence.verified_objective``)."""
+    if solve.verified_objective is not None:
+        return f"; HiGHS re-solve {fmt(solve.verified_objective)}"
+    if solve.verification:
+        return f"; re-solve {solve.verification}"
+    return ""
+
+
+# --------------------------------------------------------------------------- registry factory
+
+
+@dataclass(frozen=True)
+class _Preset:
+    """A tolerance family as registered: its title, defaults and primary key (``None``: no bare
+    value; a family with a primary key requires it)."""
+
+    title: str
+    defaults: Tolerance
+    primary: str | None = None
+
+
+PRESETS: Mapping[str, _Preset] = MappingProxyType(
+    {
+        "strict": _Preset("strict", Tolerance()),
+        "rel": _Preset("relative", Tolerance(rtol=0.0, atol=0.0), primary="rtol"),
+        "abs": _Preset("absolute", Tolerance(rtol=0.0, atol=0.0), primary="atol"),
+        "round": _Preset("rounded", Tolerance(rtol=0.0, atol=0.0), primary="digits"),
+        "orlm": _Preset("ORLM convention", Tolerance(rtol=0.05, atol=0.0, digits=0)),
+        "sirl": _Preset("SIRL convention |Δ|/(|ref|+1)", Tolerance(rtol=1e-6, atol=1e-6)),
+    }
+)
+"""The tolerance families of :mod:`trex_eval.grading.registry`, by name."""
+
+_KEYS = ("rtol", "atol", "digits", "printed")
+
+
+def build(spec: RuleSpec) -> ToleranceRule:
+    """The registry factory of every tolerance family (keys ``rtol``, ``atol``, ``digits``,
+    ``printed``; a bare first value is the family's primary key).
+
+    Raises:
+        ConfigError: a family without a preset, a missing primary value, or a bad parameter.
+    """
+    preset = PRESETS.get(spec.name)
+    if preset is None:
+        raise ConfigError(f"{spec.name!r} is not a tolerance rule", where=spec.text)
+    values = spec.values(primary=preset.primary, allowed=_KEYS)
+    if preset.primary is not None and preset.primary not in values:
+        raise ConfigError(
+            f"rule {spec.name!r} needs its {preset.primary} value",
+            where=spec.text,
+            hint=f"e.g. {spec.name}:{'2' if preset.primary == 'digits' else '1e-4'}",
+        )
+    defaults = preset.defaults
+    tolerance = Tolerance(
+        rtol=spec.number("rtol", values["rtol"]) if "rtol" in values else defaults.rtol,
+        atol=spec.number("atol", values["atol"]) if "atol" in values else defaults.atol,
+        digits=spec.integer("digits", values["digits"]) if "digits" in values else defaults.digits,
+    )
+    printed = spec.flag("printed", values["printed"]) if "printed" in values else False
+    return ToleranceRule(
+        name=spec.name,
+        tolerance=tolerance,
+        use_printed=printed,
+        title=preset.title,
+        parameters=_canonical(tolerance, printed=printed, preset=preset),
+    )
+
+
+def _canonical(tolerance: Tolerance, *, printed: bool, preset: _Preset) -> str:
+    """``key=value`` text of the parameters that differ from the preset (its primary always)."""
+    shown: list[str] = []
+    defaults = preset.defaults
+    if preset.primary == "rtol" or tolerance.rtol != defaults.rtol:
+        shown.append(f"rtol={tolerance.rtol!r}")
+    if preset.primary == "atol" or tolerance.atol != defaults.atol:
+        shown.append(f"atol={tolerance.atol!r}")
+    if preset.primary == "digits" or tolerance.digits != defaults.digits:
+        shown.append(f"digits={tolerance.digits}")
+    if printed:
+        shown.append("printed=true")
+    return ",".join(shown)

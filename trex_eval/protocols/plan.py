@@ -1,0 +1,157 @@
+"""How one benchmark's samples are judged in a run: a protocol bound to a benchmark.
+
+An :class:`EvaluationPlan` fixes, for one benchmark, everything between a completion and its
+grade: the extractor, the job a program becomes, the rule, and (for structure benchmarks) which
+generated model the rule compares. What each protocol chooses is documented in its package
+(:mod:`trex_eval.protocols.default`, :mod:`trex_eval.protocols.trex_compat`).
+
+Pure: reading files and running programs happen in the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from trex_eval.benchmarks import Benchmark, GraderSpec
+from trex_eval.errors import GradingError
+from trex_eval.extract import extract, extractor_function
+from trex_eval.grading import ObjectiveRule, Rule, StructureRule, rule_for
+from trex_eval.grading.lp import parse_lp, parse_mps
+from trex_eval.grading.objective.base import failure_verdict
+from trex_eval.protocols import Protocol, get_protocol, protocol_names
+from trex_eval.records import (
+    Completion,
+    ExecStatus,
+    Execution,
+    Grade,
+    GraderKind,
+    GurobiPolicy,
+    LinearModel,
+    ObjectiveReference,
+    Problem,
+    Program,
+    StructureEvidence,
+    StructureReference,
+    Verdict,
+)
+from trex_eval.sandbox import Job, SandboxLimits
+
+ReferenceModelLoader = Callable[[StructureReference], LinearModel]
+"""Returns the parsed reference model of a structure reference (the run reads and caches it)."""
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """Extractor, job builder, limits and rule of one benchmark under one protocol.
+
+    ``rule.spec`` (canonical ``name@version``) is what every grade of the plan records, failures
+    included; ``limits`` are the sandbox limits its programs run under.
+    """
+
+    benchmark: Benchmark
+    protocol: Protocol
+    extractor: str
+    rule: Rule
+    limits: SandboxLimits
+    gurobi: GurobiPolicy = "auto"
+
+    @property
+    def kind(self) -> GraderKind:
+        return self.benchmark.spec.grader.kind
+
+    def extract(self, completion: Completion) -> Program:
+        return extract(completion, extractor=self.extractor)
+
+    def job(self, problem: Problem, program: Program) -> Job:
+        """The sandbox job for ``program`` (whose ``code`` must not be ``None``)."""
+        if program.code is None:
+            raise GradingError("cannot build a job from a program without code")
+        job = self.protocol.job(self.benchmark, problem, program.code)
+        return job.model_copy(update={"gurobi": self.gurobi})
+
+    def failed(self, verdict: Verdict, reason: str) -> Grade:
+        """A grade decided before the rule could look (e.g. the model request failed)."""
+        return Grade(verdict=verdict, rule=self.rule.spec, reason=reason)
+
+    def grade(
+        self, problem: Problem, execution: Execution, *, reference_model: ReferenceModelLoader
+    ) -> Grade:
+        """Judge one executed program. ``reference_model`` is only called for structure benchmarks."""
+        reference = problem.reference
+        if isinstance(reference, ObjectiveReference):
+            assert isinstance(self.rule, ObjectiveRule)
+            return self.rule.grade(execution, reference)
+        assert isinstance(self.rule, StructureRule)
+        return self._grade_structure(self.rule, problem, execution, reference_model(reference))
+
+    def _grade_structure(
+        self, rule: StructureRule, problem: Problem, execution: Execution, reference: LinearModel
+    ) -> Grade:
+        source = self.protocol.structure_source(problem, execution)
+        if isinstance(source, str):
+            return self._no_model(execution, source)
+        generated = source.model
+        if generated is None:
+            try:
+                text = source.text or ""
+                generated = parse_mps(text) if source.name.lower().endswith(".mps") else parse_lp(text)
+            except GradingError as exc:
+                return Grade(
+                    verdict=Verdict.WRONG,
+                    rule=rule.spec,
+                    reason=f"the model file {source.name} is not a readable model: {exc}",
+                    evidence=StructureEvidence(checks=(), generated_from=source.name),
+                )
+        grade = rule.grade(reference, generated)
+        evidence = grade.evidence
+        if isinstance(evidence, StructureEvidence):
+            evidence = evidence.model_copy(update={"generated_from": source.name})
+        return grade.model_copy(update={"evidence": evidence})
+
+    def _no_model(self, execution: Execution, what: str) -> Grade:
+        if execution.status is ExecStatus.OK or execution.status is ExecStatus.NO_SOLVE:
+            return self.failed(Verdict.NO_SOLVE, what)
+        verdict = failure_verdict(execution.status)
+        detail = execution.detail or execution.error_type or ""
+        return self.failed(verdict, f"{what}: {verdict.value}" + (f" ({detail})" if detail else ""))
+
+
+def plan_for(
+    benchmark: Benchmark,
+    *,
+    protocol: str | Protocol = "default",
+    rule: str | None = None,
+    extractor: str | None = None,
+    limits: SandboxLimits | None = None,
+    gurobi: GurobiPolicy = "auto",
+) -> EvaluationPlan:
+    """The plan of ``benchmark`` under ``protocol``. ``rule`` overrides the protocol's rule (a
+    spec of the benchmark's kind), ``extractor`` its extractor (``raw`` for recorded,
+    already-extracted programs), ``limits`` its sandbox limits.
+
+    Raises:
+        ConfigError: unknown protocol, rule or extractor, or a rule of the other kind.
+    """
+    chosen = get_protocol(protocol) if isinstance(protocol, str) else protocol
+    grader = benchmark.spec.grader
+    name = extractor or chosen.extractor(grader)
+    extractor_function(name)  # validates the name now rather than at the first sample
+    return EvaluationPlan(
+        benchmark=benchmark,
+        protocol=chosen,
+        extractor=name,
+        rule=rule_for(grader.kind, rule or chosen.rule(grader)),
+        limits=limits or chosen.limits(grader.kind),
+        gurobi=gurobi,
+    )
+
+
+def rules_by_protocol(grader: GraderSpec) -> dict[str, str]:
+    """Protocol name -> canonical spec of the rule a benchmark with this grader block is graded
+    by under it, for every registered protocol (what listings and ``validate`` print).
+
+    Raises:
+        ConfigError: the grader block names an unknown rule, or one of the other kind.
+    """
+    return {name: rule_for(grader.kind, get_protocol(name).rule(grader)).spec for name in protocol_names()}

@@ -1,0 +1,157 @@
+"""``trex-eval audit``: grade every benchmark's own reference solutions.
+
+The benchmark's reference program (its ``reference_code``; ``model.optimize()`` appended for
+objective grading) goes through the same extraction, sandbox and grader as a model's answer, via
+the ``reference`` backend. Under a correct grader every well-posed item passes, so each failure
+points at a data defect (label vs reference model), a numerical limit, or a grader bug — the
+per-item CSV gives the reason a person can check.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import secrets
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from trex_eval.backends.base import BackendSpec
+from trex_eval.benchmarks import assets, load_benchmark, shipped_spec_paths
+from trex_eval.protocols import DEFAULT_PROTOCOL
+from trex_eval.records import (
+    GurobiPolicy,
+    ObjectiveEvidence,
+    SampleRecord,
+    SamplingParams,
+    Verdict,
+)
+from trex_eval.report.runs import natural_key
+from trex_eval.run import pipeline as runner
+from trex_eval.run.spec import RunOptions, RunSpec, model_for_protocol
+from trex_eval.store import RunStore
+
+CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "reason", "known_issue")
+
+
+def known_issues() -> dict[str, dict[str, str]]:
+    """Documented data defects (``benchmarks/notes/known-issues.yaml``): benchmark -> id -> explanation."""
+    raw = yaml.safe_load(
+        (assets.benchmarks_dir() / "notes" / "known-issues.yaml").read_text(encoding="utf-8")
+    )
+    return {bench: {str(k): str(v) for k, v in items.items()} for bench, items in (raw or {}).items()}
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    csv_path: Path
+    run_dir: Path
+    rows: tuple[dict[str, str], ...]
+    markdown: str
+
+
+def default_benchmarks(data_dir: Path) -> tuple[str, ...]:
+    """The shipped benchmarks that have reference programs to audit."""
+    return tuple(
+        name
+        for name in shipped_spec_paths()
+        if load_benchmark(name, data_dir=data_dir).spec.fields.reference_code is not None
+    )
+
+
+def audit(
+    benchmarks: Sequence[str] | None,
+    *,
+    data_dir: Path,
+    protocol: str = DEFAULT_PROTOCOL,
+    rules: tuple[str, ...] = (),
+    csv_path: Path | None = None,
+    gurobi: GurobiPolicy = "auto",
+    workers: int = 2,
+    show_progress: bool = True,
+    results_dir: Path = Path("results"),
+) -> AuditResult:
+    """Run the audit; writes the per-item CSV and returns it with a Markdown summary."""
+    names = tuple(benchmarks) if benchmarks else default_benchmarks(data_dir)
+    tag = "-".join(rules) if rules else protocol
+    if gurobi != "auto":
+        tag += f"-gurobi-{gurobi}"
+    csv_path = csv_path or results_dir / f"audit-{tag}.csv"
+    # A fresh directory each time: resuming an earlier audit would report its old grades.
+    run_dir = results_dir / f"audit-{tag}-{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    reference = BackendSpec(
+        name="reference",
+        backend="reference",
+        model="reference",
+        sampling=SamplingParams(),
+        description="each benchmark's own reference solution",
+    )
+    model, _ = model_for_protocol(reference, protocol)
+    spec = RunSpec(model=model, benchmarks=names, protocol=protocol, rules=rules, gurobi=gurobi)
+    options = RunOptions(data_dir=data_dir, out=run_dir, workers=workers, show_progress=show_progress)
+    result = runner.run(spec, options)
+    order = {name: i for i, name in enumerate(names)}
+    samples = sorted(
+        RunStore(result.run_dir).iter_samples(), key=lambda r: (order[r.benchmark], natural_key(r.problem_id))
+    )
+    issues = known_issues()
+    rows = tuple(
+        _row(record, issues.get(record.benchmark, {}).get(record.problem_id, "")) for record in samples
+    )
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    csv_path.write_text(_to_csv(rows), encoding="utf-8")
+    return AuditResult(csv_path, result.run_dir, rows, _markdown(rows, tag))
+
+
+def _row(record: SampleRecord, known_issue: str) -> dict[str, str]:
+    evidence = record.grade.evidence
+    predicted = reference = ""
+    if isinstance(evidence, ObjectiveEvidence):
+        predicted = "" if evidence.predicted is None else repr(evidence.predicted)
+        reference = "" if evidence.reference is None else repr(evidence.reference)
+    return {
+        "benchmark": record.benchmark,
+        "id": record.problem_id,
+        "verdict": record.grade.verdict.value,
+        "rule": record.grade.rule,
+        "predicted": predicted,
+        "reference": reference,
+        "reason": record.grade.reason,
+        "known_issue": known_issue,
+    }
+
+
+def _to_csv(rows: Sequence[dict[str, str]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _markdown(rows: Sequence[dict[str, str]], tag: str) -> str:
+    lines = [f"# Reference-solution audit ({tag})", ""]
+    by_bench: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        by_bench.setdefault(row["benchmark"], []).append(row)
+    lines += ["| benchmark | rule | correct | total | other verdicts |", "|---|---|---:|---:|---|"]
+    for name, items in by_bench.items():
+        verdicts = Counter(r["verdict"] for r in items)
+        correct = verdicts.pop(Verdict.CORRECT.value, 0)
+        other = ", ".join(f"{v} {n}" for v, n in verdicts.most_common()) or "-"
+        lines.append(f"| {name} | {items[0]['rule']} | {correct} | {len(items)} | {other} |")
+    for name, items in by_bench.items():
+        failures = [r for r in items if r["verdict"] != Verdict.CORRECT.value]
+        if failures:
+            lines += ["", f"## {name}: {len(failures)} not correct", ""]
+            for r in failures:
+                lines.append(f"- {r['id']}: {r['verdict']} — {r['reason']}")
+                if r["known_issue"]:
+                    lines.append(f"  - known data issue: {r['known_issue']}")
+            unexplained = [r["id"] for r in failures if not r["known_issue"]]
+            lines += ["", f"Failures without a documented data issue: {', '.join(unexplained) or 'none'}"]
+    return "\n".join(lines) + "\n"

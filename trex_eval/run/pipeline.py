@@ -1,0 +1,469 @@
+"""The ``trex-eval run`` pipeline: generate -> store -> extract -> execute -> grade -> store.
+
+Entry point::
+
+    result = run(RunSpec(model=spec, benchmarks=("nl4opt",)), RunOptions(data_dir=path))
+    result.run_dir, result.summary
+
+What the run is (:class:`~trex_eval.run.spec.RunSpec`) and how this process runs it
+(:class:`~trex_eval.run.spec.RunOptions`) are separate: only the first is recorded as the run's
+settings and must match on resume.
+
+Every (benchmark, problem, sample) pair is an independent asyncio task: its completion is
+appended to ``completions.jsonl`` the moment it arrives, then it waits for a sandbox slot, is
+graded, and its :class:`~trex_eval.records.SampleRecord` is appended to ``samples.jsonl``.
+Generation therefore never waits for grading (the backend bounds its own concurrency, the
+sandbox pool bounds executions), and grading starts with the first completion.
+
+Resuming (:func:`resume_spec`) re-reads the run directory: graded pairs are skipped, pairs with
+a stored completion are graded without calling the model again, the rest are generated. The
+settings must be identical (same model spec, sampling, benchmarks with the same data sha256,
+rules, prompt set, samples, limit, protocol), so a resumed run equals an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import gc
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trex_eval.backends.base import Backend, GenerationRequest, create_backend
+from trex_eval.benchmarks import Benchmark, load_benchmark
+from trex_eval.errors import BenchmarkError, ConfigError, StoreError
+from trex_eval.grading import get_rule
+from trex_eval.grading.lp import parse_lp
+from trex_eval.prompting.fewshot import FewShotPool, PoolItem, SelectionPolicy, retrieval_text, select
+from trex_eval.prompting.render import UPSTREAM_SET, FewShotExample, PromptRenderer
+from trex_eval.protocols.plan import EvaluationPlan, plan_for
+from trex_eval.records import (
+    Completion,
+    ExecStatus,
+    Execution,
+    GraderKind,
+    LinearModel,
+    Problem,
+    Prompt,
+    SampleRecord,
+    StructureReference,
+    Verdict,
+)
+from trex_eval.report.summary import RunSummary, render_summary_markdown, summarize, summary_json
+from trex_eval.run import provenance
+from trex_eval.run.progress import RunProgress
+from trex_eval.run.spec import RunOptions, RunSpec
+from trex_eval.sandbox import SandboxLimits, SandboxPool
+from trex_eval.store import BenchmarkEntry, CompletionLine, RunManifest, RunSettings, RunStore, SampleKey
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    summary: RunSummary
+    graded_now: int
+    generated_now: int
+
+
+@dataclass
+class _Benchmark:
+    """A benchmark prepared for a run: problems (after ``limit``), plan, renderer, entry."""
+
+    bench: Benchmark
+    problems: tuple[Problem, ...]
+    plan: EvaluationPlan
+    renderer: PromptRenderer
+    entry: BenchmarkEntry
+    shots: dict[str, tuple[FewShotExample, ...]] = field(default_factory=dict)
+
+
+def run(spec: RunSpec, options: RunOptions | None = None) -> RunResult:
+    """Run (or resume) an evaluation. Blocking; see :func:`run_async`."""
+    return asyncio.run(run_async(spec, options))
+
+
+def resume_spec(run_dir: Path) -> RunSpec:
+    """The spec that continues the run in ``run_dir`` (settings come from its manifest)."""
+    return RunSpec.from_settings(RunStore(run_dir).read_manifest().settings)
+
+
+def _rules_by_kind(rules: Sequence[str]) -> dict[GraderKind, str]:
+    """The override rule for each kind; each spec's kind comes from the registry."""
+    chosen: dict[GraderKind, set[str]] = {}
+    for spec in rules:
+        rule = get_rule(spec)
+        chosen.setdefault(rule.kind, set()).add(rule.spec)
+    if any(len(specs) > 1 for specs in chosen.values()):
+        raise ConfigError(
+            f"conflicting rules {', '.join(rules)}",
+            hint="give at most one objective rule and one structure rule",
+        )
+    return {kind: next(iter(specs)) for kind, specs in chosen.items()}
+
+
+def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[_Benchmark]:
+    """Load, limit and plan every requested benchmark; render nothing yet."""
+    if spec.samples < 1:
+        raise ConfigError("--samples must be at least 1")
+    if spec.limit is not None and spec.limit < 1:
+        raise ConfigError("--limit must be at least 1")
+    overrides = _rules_by_kind(spec.rules)
+    prepared: list[_Benchmark] = []
+    for name in dict.fromkeys(spec.benchmarks):
+        bench = load_benchmark(name, data_dir=data_dir)
+        if not bench.problems:
+            raise BenchmarkError(
+                f"benchmark '{bench.name}' has no usable problems",
+                where=str(bench.spec_path),
+                hint=f"`trex-eval benchmarks validate {name}` lists what is wrong with its rows",
+            )
+        if any(item.bench.name == bench.name for item in prepared):
+            raise ConfigError(
+                f"two requested benchmarks are both named '{bench.name}'",
+                hint="give each benchmark YAML its own `name:`",
+            )
+        problems = bench.problems[: spec.limit] if spec.limit else bench.problems
+        plan = plan_for(
+            bench,
+            protocol=spec.protocol,
+            rule=spec.rules_by_benchmark.get(name) or overrides.get(bench.spec.grader.kind),
+            extractor=spec.extractor,
+            limits=spec.limits,
+            gurobi=spec.gurobi,
+        )
+        prompt_set = spec.prompt_set
+        if prompt_set == UPSTREAM_SET and bench.spec.prompt.upstream is None:
+            prompt_set = bench.spec.prompt.default_set
+        renderer = PromptRenderer(bench, prompt_set)
+        source = str(bench.spec_path.resolve()) if name.endswith((".yaml", ".yml")) else name
+        entry = BenchmarkEntry(
+            name=bench.name,
+            source=source,
+            skipped_rows=len(bench.row_errors),
+            title=bench.spec.title,
+            version=bench.spec.version,
+            sha256=bench.sha256,
+            problems=len(problems),
+            grader=bench.spec.grader.kind,
+            rule=plan.rule.spec,
+            rule_description=plan.rule.description,
+            extractor=plan.extractor,
+            prompt_set=prompt_set,
+            template_sha256=renderer.template_sha256,
+            limits=plan.limits,
+        )
+        prepared.append(_Benchmark(bench, problems, plan, renderer, entry))
+    if spec.few_shot.k > 0:
+        for item in prepared:
+            item.shots = _few_shot_examples(item, spec)
+    return prepared
+
+
+def _few_shot_examples(item: _Benchmark, spec: RunSpec) -> dict[str, tuple[FewShotExample, ...]]:
+    pool = FewShotPool(_few_shot_pool(item, spec.few_shot.source))
+    seed = spec.model.sampling.seed
+    policy = SelectionPolicy(
+        k=spec.few_shot.k, strategy=spec.few_shot.strategy, seed=42 if seed is None else seed
+    )
+    return {
+        p.id: tuple(
+            FewShotExample(c.problem_id, c.user, c.assistant)
+            for c in select(p.id, p.question, twin_group=p.twin_group, pool=pool, policy=policy)
+        )
+        for p in item.problems
+    }
+
+
+def _few_shot_pool(item: _Benchmark, source: str) -> list[PoolItem]:
+    renderer, bench = item.renderer, item.bench
+    if source == "reference":
+        if not any(p.reference_code for p in bench.problems):
+            raise ConfigError(
+                f"benchmark '{bench.name}' ships no reference programs to draw few-shot examples from",
+                hint="pass --few-shot-source RUN_DIR (a previous run's correct samples are used)",
+            )
+        append = "\nmodel.optimize()" if bench.spec.grader.kind is GraderKind.OBJECTIVE else ""
+        return [
+            PoolItem(
+                p.id,
+                p.question,
+                retrieval_text(p.question, p.reference_code),
+                renderer.user_text(p),
+                f"```python\n{p.reference_code.rstrip()}{append}\n```",
+                p.twin_group,
+            )
+            for p in bench.problems
+            if p.reference_code
+        ]
+    store = RunStore(Path(source))
+    by_id = {p.id: p for p in bench.problems}
+    pool: dict[str, PoolItem] = {}
+    for record in store.iter_samples():
+        problem = by_id.get(record.problem_id)
+        if (
+            record.benchmark != bench.name
+            or problem is None
+            or not record.grade.passed
+            or record.problem_id in pool
+        ):
+            continue
+        pool[record.problem_id] = PoolItem(
+            problem.id,
+            problem.question,
+            retrieval_text(problem.question, problem.reference_code),
+            renderer.user_text(problem),
+            record.completion.text,
+            problem.twin_group,
+        )
+    return list(pool.values())
+
+
+def _settings(spec: RunSpec, prepared: Sequence[_Benchmark]) -> RunSettings:
+    return RunSettings(
+        model=spec.model,
+        sampling=spec.model.sampling,
+        samples=spec.samples,
+        limit=spec.limit,
+        protocol=spec.protocol,
+        prompt_set=spec.prompt_set,
+        extractor=spec.extractor,
+        few_shot=spec.few_shot.k,
+        few_shot_strategy=spec.few_shot.strategy,
+        few_shot_source=spec.few_shot.source if spec.few_shot.k else None,
+        gurobi=spec.gurobi,
+        limits=spec.limits,
+        benchmarks=tuple(item.entry for item in prepared),
+    )
+
+
+def default_run_id(spec: RunSpec, *, now: dt.datetime | None = None) -> str:
+    stamp = (now or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", spec.model.name)
+    protocol = "" if spec.protocol == "default" else f"-{spec.protocol}"
+    # The suffix keeps two runs started in the same second apart.
+    return f"{name}-{spec.prompt_set}{protocol}-{stamp}-{secrets.token_hex(2)}"
+
+
+def _open_store(spec: RunSpec, options: RunOptions, settings: RunSettings) -> RunStore:
+    run_dir = options.out or Path("results") / default_run_id(spec)
+    if (run_dir / "manifest.json").exists():
+        previous = _with_versioned_rules(RunStore(run_dir).read_manifest().settings)
+        if previous != settings:
+            raise StoreError(
+                f"{run_dir} holds a run with different settings: {_settings_diff(previous, settings)}",
+                hint="resume with exactly the same settings (`trex-eval run --resume DIR` reads them "
+                "from the manifest), or choose another --out",
+            )
+        return RunStore.open(run_dir)
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    manifest = RunManifest(run_id=run_dir.name, created_at=now, command=options.command, settings=settings)
+    return RunStore.create(run_dir, manifest)
+
+
+def _with_versioned_rules(settings: RunSettings) -> RunSettings:
+    """``settings`` with each benchmark's rule as its canonical ``name@version`` spec: runs written
+    before structure rules carried their version recorded the bare name of the same rule."""
+    entries = []
+    for entry in settings.benchmarks:
+        try:
+            canonical = get_rule(entry.rule).spec
+        except ConfigError:
+            canonical = entry.rule
+        entries.append(entry.model_copy(update={"rule": canonical}))
+    return settings.model_copy(update={"benchmarks": tuple(entries)})
+
+
+def _settings_diff(old: RunSettings, new: RunSettings) -> str:
+    a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
+    changed = [key for key in a if a[key] != b.get(key)]
+    if "benchmarks" in changed:
+        for x, y in zip(a["benchmarks"], b["benchmarks"], strict=False):
+            diff = [k for k in x if x[k] != y.get(k)]
+            if diff:
+                return f"benchmark {x['name']}: {', '.join(diff)} differ"
+    return ", ".join(changed) + " differ"
+
+
+class _ReferenceModels:
+    """Parses each reference LP once (thread-safe enough: parsing is idempotent)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, LinearModel] = {}
+
+    def __call__(self, reference: StructureReference) -> LinearModel:
+        model = self._cache.get(reference.lp_path)
+        if model is None:
+            model = parse_lp(Path(reference.lp_path).read_text(encoding="utf-8"))
+            self._cache[reference.lp_path] = model
+        return model
+
+
+async def run_async(spec: RunSpec, options: RunOptions | None = None) -> RunResult:
+    """Run or resume an evaluation (see module docstring); ``options`` default to :class:`RunOptions`."""
+    options = options or RunOptions()
+    prepared = prepare_benchmarks(spec, data_dir=options.data_dir)
+    settings = _settings(spec, prepared)
+    store = _open_store(spec, options, settings)
+    try:
+        return await _Run(spec, options, prepared, store).execute()
+    finally:
+        store.close()
+
+
+class _Run:
+    """One session of a run: what is left to do, the sandbox pool, the backend, the counters.
+
+    Every (benchmark, problem, sample) pair left is an independent task of :meth:`_sample`.
+    """
+
+    def __init__(
+        self, spec: RunSpec, options: RunOptions, prepared: Sequence[_Benchmark], store: RunStore
+    ) -> None:
+        self.spec, self.options, self.prepared, self.store = spec, options, prepared, store
+        # A sample whose model request failed is tried again when the run is resumed.
+        self.graded = {r.key for r in store.iter_samples() if r.grade.verdict is not Verdict.API_ERROR}
+        self.stored = {line.key: line for line in store.iter_completions() if line.completion.error is None}
+        self.todo: list[tuple[_Benchmark, Problem, int]] = [
+            (item, problem, i)
+            for item in prepared
+            for problem in item.problems
+            for i in range(spec.samples)
+            if (item.bench.name, problem.id, i) not in self.graded
+        ]
+        # Programs must not read the answers (data directory, benchmark folders) or other
+        # samples' grades (run directories).
+        hidden = {str(store.root.resolve().parent), *(str(item.bench.root) for item in prepared)}
+        if options.data_dir is not None:
+            hidden.add(str(options.data_dir))
+        self.pool = SandboxPool(
+            limits=SandboxLimits(),
+            workers=options.workers,
+            isolation=options.isolation,  # type: ignore[arg-type]
+            hidden=tuple(sorted(hidden)),
+        )
+        needs_model = any((item.bench.name, p.id, i) not in self.stored for item, p, i in self.todo)
+        self.backend: Backend | None = create_backend(spec.model) if needs_model else None
+        self.progress = RunProgress(
+            {item.bench.name: (item.entry.title, len(item.problems) * spec.samples) for item in prepared},
+            enabled=options.show_progress,
+        )
+        self.references = _ReferenceModels()
+        self.generated_now = 0
+        self.graded_now = 0
+
+    async def execute(self) -> RunResult:
+        # Problems, prompts and stored completions live for the whole run; moving them out of the
+        # collector's reach keeps full collections (triggered by per-sample records) from
+        # re-scanning them: halves the harness's per-sample overhead
+        # (scripts/bench_harness_overhead.py).
+        gc.collect()
+        gc.freeze()
+        await asyncio.to_thread(self.pool.start)
+        try:
+            self._announce()
+            if self.backend is not None:
+                await self.backend.start()
+            self._record_provenance()
+            with self.progress:
+                tasks = [asyncio.ensure_future(self._sample(*job)) for job in self.todo]
+                try:
+                    await asyncio.gather(*tasks)
+                except BaseException:
+                    # One failure ends the run: stop the others before the pool and backend go away.
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
+        finally:
+            if self.backend is not None:
+                await self.backend.close()
+            await asyncio.to_thread(self.pool.close)
+            gc.unfreeze()
+        return self._finish()
+
+    def _announce(self) -> None:
+        self.progress.note(f"sandbox isolation: {self.pool.isolation}")
+        for item in self.prepared:
+            if item.bench.row_errors:
+                self.progress.note(
+                    f"{item.bench.name}: {len(item.bench.row_errors)} data rows skipped, first: "
+                    f"{item.bench.row_errors[0]} "
+                    f"(`trex-eval benchmarks validate {item.entry.source}` lists them)"
+                )
+        if self.graded:
+            passed = [r.benchmark for r in self.store.iter_samples() if r.grade.passed]
+            for item in self.prepared:
+                done = sum(1 for (name, _, _) in self.graded if name == item.bench.name)
+                self.progress.restore(item.bench.name, done=done, passed=passed.count(item.bench.name))
+
+    def _record_provenance(self) -> None:
+        manifest = self.store.read_manifest()
+        backend = dict(self.backend.describe()) if self.backend else None
+        session = provenance.collect(self.options.data_dir, sandbox=self.pool.describe(), backend=backend)
+        if manifest.provenance:
+            # A resumed run: keep what every earlier session ran with.
+            earlier = [*manifest.provenance.get("earlier_sessions", []), {**manifest.provenance}]
+            for entry in earlier:
+                entry.pop("earlier_sessions", None)
+            session["earlier_sessions"] = earlier
+        self.store.write_manifest(manifest.model_copy(update={"provenance": session}))
+
+    async def _sample(self, item: _Benchmark, problem: Problem, index: int) -> None:
+        key: SampleKey = (item.bench.name, problem.id, index)
+        line = self.stored.get(key)
+        if line is None:
+            line = await self._generate(item, problem, index)
+        record = await self._grade(item, problem, line.prompt, line.completion)
+        self.store.append_sample(record)
+        self.graded_now += 1
+        self.progress.graded(item.bench.name, passed=record.grade.passed)
+
+    async def _generate(self, item: _Benchmark, problem: Problem, index: int) -> CompletionLine:
+        assert self.backend is not None
+        sampling = self.spec.model.sampling
+        prompt = item.renderer.render(problem, few_shot=item.shots.get(problem.id, ()))
+        seed = None if sampling.seed is None else sampling.seed + index
+        completion = await self.backend.generate(
+            GenerationRequest(problem=problem, prompt=prompt, params=sampling, sample_index=index, seed=seed)
+        )
+        line = CompletionLine(benchmark=item.bench.name, prompt=prompt, completion=completion)
+        self.store.append_completion(line)
+        self.generated_now += 1
+        self.progress.generated(item.bench.name)
+        return line
+
+    async def _grade(
+        self, item: _Benchmark, problem: Problem, prompt: Prompt, completion: Completion
+    ) -> SampleRecord:
+        plan = item.plan
+        program = plan.extract(completion)
+        if completion.error is not None:
+            execution = Execution(status=ExecStatus.NOT_RUN, detail=f"no completion: {completion.error}")
+            grade = plan.failed(Verdict.API_ERROR, f"the model request failed: {completion.error}")
+        elif program.code is None:
+            execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
+            grade = plan.grade(problem, execution, reference_model=self.references)
+        else:
+            execution = await self.pool.arun(plan.job(problem, program), limits=plan.limits)
+            grade = await asyncio.to_thread(plan.grade, problem, execution, reference_model=self.references)
+        return SampleRecord(
+            benchmark=item.bench.name,
+            problem_id=problem.id,
+            sample_index=completion.sample_index,
+            prompt=prompt,
+            completion=completion,
+            program=program,
+            execution=execution,
+            grade=grade,
+        )
+
+    def _finish(self) -> RunResult:
+        manifest = self.store.read_manifest()
+        summary = summarize(manifest, self.store.iter_samples())
+        self.store.write_summary(summary_json(summary), render_summary_markdown(summary))
+        finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.store.write_manifest(manifest.model_copy(update={"finished_at": finished}))
+        return RunResult(self.store.root, summary, self.graded_now, self.generated_now)

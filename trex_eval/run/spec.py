@@ -1,0 +1,130 @@
+"""What a run is, in two parts: :class:`RunSpec` (what defines its results: stored, as the
+resolved :class:`~trex_eval.store.RunSettings`, in the manifest and compared on resume) and
+:class:`RunOptions` (how this process runs it: where, how many programs at once, what it prints).
+
+A spec becomes settings once, when the run starts (:func:`trex_eval.run.pipeline.prepare`); the
+only way back is :meth:`RunSpec.from_settings`, which re-asks for a recorded run to resume or
+re-grade it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trex_eval.backends.base import BackendSpec
+from trex_eval.protocols import DEFAULT_PROTOCOL, get_protocol
+from trex_eval.records import FewShotStrategy, GurobiPolicy
+from trex_eval.sandbox import SandboxLimits
+from trex_eval.store import RunSettings
+
+ALL_BENCHMARKS = ("nl4opt", "optibench", "b4o-feasible", "b4o-orgeval")
+
+
+@dataclass(frozen=True)
+class FewShotSettings:
+    """``k`` examples per prompt, chosen by ``strategy`` from ``source``: ``"reference"`` (the
+    benchmark's own reference programs) or a run directory (its correct samples)."""
+
+    k: int = 0
+    strategy: FewShotStrategy = "random"
+    source: str = "reference"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines a run's results.
+
+    ``rules`` overrides grading rules by kind: each spec applies to the benchmarks of its rule's
+    kind (objective or structure); ``rules_by_benchmark`` (benchmark as requested -> rule spec)
+    takes precedence, which is how a resumed run keeps each benchmark's own rule. ``extractor``
+    overrides the protocol's extractor; ``limits`` the protocol's sandbox limits. ``samples``
+    completions per problem use seeds ``seed + i``; ``limit`` keeps the first n problems.
+    """
+
+    model: BackendSpec
+    benchmarks: tuple[str, ...] = ALL_BENCHMARKS
+    prompt_set: str = "t-rex"
+    samples: int = 1
+    limit: int | None = None
+    protocol: str = DEFAULT_PROTOCOL
+    rules: tuple[str, ...] = ()
+    rules_by_benchmark: Mapping[str, str] = field(default_factory=dict)
+    extractor: str | None = None
+    few_shot: FewShotSettings = FewShotSettings()
+    limits: SandboxLimits | None = None
+    gurobi: GurobiPolicy = "auto"
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: RunSettings,
+        *,
+        model: BackendSpec | None = None,
+        protocol: str | None = None,
+        rules: tuple[str, ...] = (),
+    ) -> RunSpec:
+        """The spec that reproduces a recorded run: resume it, or re-grade its completions
+        (another ``model`` = a replay of them, possibly another ``protocol`` or ``rules``; each
+        benchmark keeps its recorded rule unless those change)."""
+        same_grading = protocol in (None, settings.protocol) and not rules
+        return cls(
+            model=model or settings.model,
+            benchmarks=tuple(b.requested for b in settings.benchmarks),
+            prompt_set=settings.prompt_set,
+            samples=settings.samples,
+            limit=settings.limit,
+            protocol=protocol or settings.protocol,
+            rules=rules,
+            rules_by_benchmark={b.requested: b.rule for b in settings.benchmarks} if same_grading else {},
+            extractor=settings.extractor,
+            few_shot=FewShotSettings(
+                k=settings.few_shot,
+                strategy=settings.few_shot_strategy,
+                source=settings.few_shot_source or "reference",
+            ),
+            limits=settings.limits,
+            gurobi=settings.gurobi,
+        )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How this process runs a spec; none of it changes a result.
+
+    ``data_dir`` is the T-Rex data directory (``None`` when no benchmark reads it); ``out`` the
+    run directory (default ``results/<run-id>``); ``workers`` programs execute at once under
+    ``isolation`` (``auto``, or a level of :mod:`trex_eval.sandbox.isolation`); ``command`` is
+    recorded in the manifest; ``show_progress`` draws progress bars on stderr.
+    """
+
+    data_dir: Path | None = None
+    out: Path | None = None
+    workers: int = 2
+    isolation: str = "auto"
+    command: tuple[str, ...] = ()
+    show_progress: bool = True
+
+
+def model_for_protocol(model: BackendSpec, protocol: str) -> tuple[BackendSpec, str | None]:
+    """``model`` with the options the protocol needs from the embedded ``reference`` backend
+    (options the user set win), and a note saying what was added (``None``: nothing)."""
+    needed = get_protocol(protocol).reference_options
+    if model.backend != "reference":
+        return model, None
+    added = {k: v for k, v in needed.items() if k not in model.options}
+    if not added:
+        return model, None
+    note = ", ".join(f"{k}={v}" for k, v in added.items())
+    updated = model.model_copy(update={"options": {**model.options, **added}})
+    return updated, f"--protocol {protocol}: the reference backend answers with {note}"
+
+
+__all__ = [
+    "ALL_BENCHMARKS",
+    "FewShotSettings",
+    "RunOptions",
+    "RunSpec",
+    "model_for_protocol",
+]
