@@ -21,22 +21,21 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from trex_eval.benchmarks import data
-
-from trex_eval.run import pipeline as runner
 from trex_eval.backends.base import BackendSpec, GenerationRequest, create_backend
 from trex_eval.backends.presets import load_presets, resolve_preset
-from trex_eval.benchmarks import load_benchmark
-from trex_eval.protocols.plan import plan_for
+from trex_eval.benchmarks import data, load_benchmark
 from trex_eval.prompting.render import PromptRenderer
+from trex_eval.protocols.plan import plan_for
 from trex_eval.records import SampleRecord, SamplingParams
+from trex_eval.run import pipeline as runner
+from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.store import CompletionLine, RunStore
 
 
 def _reference_run(data_dir: Path, out: Path) -> Path:
     spec = resolve_preset("reference", presets=load_presets())
-    request = runner.RunRequest(model=spec, data_dir=data_dir, out=out / "reference", show_progress=False)
-    return runner.run(request).run_dir
+    options = RunOptions(data_dir=data_dir, out=out / "reference", show_progress=False)
+    return runner.run(RunSpec(model=spec), options).run_dir
 
 
 async def _measure(run_dir: Path, data_dir: Path, scratch: Path) -> dict[str, dict[str, list[float]]]:

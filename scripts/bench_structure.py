@@ -22,10 +22,11 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from trex_eval.protocols.trex_compat.structure import check_trex_compat
-from trex_eval.grading.structure.fixed import check_fixed
 from structure_perturb import perturb
+
 from trex_eval.grading.lp import parse_lp, write_lp
+from trex_eval.grading.structure.fixed import check_fixed
+from trex_eval.protocols.trex_compat.structure import check_trex_compat
 from trex_eval.records import Grade, LinearModel
 
 Rule = Callable[[LinearModel, LinearModel], Grade]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from trex_eval.benchmarks import user as userbench
 from trex_eval.benchmarks import Benchmark, load_benchmark, user_benchmarks_dir
+from trex_eval.benchmarks import user as userbench
 from trex_eval.errors import BenchmarkError, ConfigError
 from trex_eval.prompting.render import PromptRenderer
 from trex_eval.records import ObjectiveReference, SolveStatus

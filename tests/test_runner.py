@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from fake_server import FakeOpenAIServer, Reply
 
-from trex_eval.run import pipeline as runner
 from trex_eval.backends.base import BackendSpec
 from trex_eval.backends.presets import load_presets, resolve_preset
 from trex_eval.errors import BenchmarkError, StoreError
 from trex_eval.records import SamplingParams, Verdict
+from trex_eval.run import pipeline as runner
+from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.sandbox import SandboxLimits
 from trex_eval.store import RunStore
 
@@ -193,27 +194,35 @@ def _reference_spec() -> BackendSpec:
 
 
 def test_resume_refuses_changed_settings(tmp_path: Path, data_dir: Path) -> None:
-    request = runner.RunRequest(
-        model=_reference_spec(),
-        data_dir=data_dir,
-        benchmarks=("nl4opt",),
-        limit=3,
-        out=tmp_path / "run",
-        show_progress=False,
+    request = (
+        RunSpec(
+            model=_reference_spec(),
+            benchmarks=("nl4opt",),
+            limit=3,
+        ),
+        RunOptions(
+            data_dir=data_dir,
+            out=tmp_path / "run",
+            show_progress=False,
+        ),
     )
-    runner.run(request)
-    changed = runner.RunRequest(
-        model=_reference_spec(),
-        data_dir=data_dir,
-        benchmarks=("nl4opt",),
-        limit=3,
-        out=tmp_path / "run",
-        rules=("rel:1e-3",),
-        show_progress=False,
+    runner.run(*request)
+    changed = (
+        RunSpec(
+            model=_reference_spec(),
+            benchmarks=("nl4opt",),
+            limit=3,
+            rules=("rel:1e-3",),
+        ),
+        RunOptions(
+            data_dir=data_dir,
+            out=tmp_path / "run",
+            show_progress=False,
+        ),
     )
     with pytest.raises(StoreError, match="benchmark nl4opt: rule, rule_description differ"):
-        runner.run(changed)
-    again = runner.run(request)
+        runner.run(*changed)
+    again = runner.run(*request)
     assert again.graded_now == 0 and again.generated_now == 0
 
 
@@ -231,13 +240,17 @@ def test_generation_streams_into_grading_over_http(tmp_path: Path, data_dir: Pat
             options={"base_url": server.base_url, "concurrency": 2, "verify_model": False},
             sampling=SamplingParams(),
         )
-        request = runner.RunRequest(
-            model=spec,
-            data_dir=data_dir,
-            benchmarks=("nl4opt",),
-            limit=16,
-            out=tmp_path / "run",
-            show_progress=False,
+        request = (
+            RunSpec(
+                model=spec,
+                benchmarks=("nl4opt",),
+                limit=16,
+            ),
+            RunOptions(
+                data_dir=data_dir,
+                out=tmp_path / "run",
+                show_progress=False,
+            ),
         )
         seen: dict[str, int] = {}
 
@@ -250,7 +263,7 @@ def test_generation_streams_into_grading_over_http(tmp_path: Path, data_dir: Pat
 
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
-        result = runner.run(request)
+        result = runner.run(*request)
         watcher.join(timeout=5)
     assert seen["first"] < 16, "the first grade should land long before the last completion"
     records = list(RunStore(result.run_dir).iter_samples())
@@ -277,13 +290,17 @@ def test_failed_requests_count_as_failures(tmp_path: Path, data_dir: Path) -> No
         sampling=SamplingParams(),
     )
     result = runner.run(
-        runner.RunRequest(
-            model=spec,
-            data_dir=data_dir,
-            benchmarks=("nl4opt",),
-            limit=5,
-            out=tmp_path / "run",
-            show_progress=False,
+        (
+            RunSpec(
+                model=spec,
+                benchmarks=("nl4opt",),
+                limit=5,
+            ),
+            RunOptions(
+                data_dir=data_dir,
+                out=tmp_path / "run",
+                show_progress=False,
+            ),
         )
     )
     verdicts = Counter(r.grade.verdict for r in RunStore(result.run_dir).iter_samples())
@@ -301,37 +318,48 @@ def test_resume_keeps_each_benchmarks_rule_and_the_sandbox_limits(tmp_path: Path
         "prompt:\n  task: solve\n"
     )
     limits = SandboxLimits(wall_s=45.0, cpu_s=45.0, memory_mib=1024)
-    request = runner.RunRequest(
-        model=_reference_spec(),
-        data_dir=data_dir,
-        benchmarks=("nl4opt", str(yaml_path)),
-        limit=2,
-        sandbox=runner.SandboxSettings(limits=limits),
-        out=tmp_path / "run",
-        show_progress=False,
+    request = (
+        RunSpec(
+            model=_reference_spec(),
+            benchmarks=("nl4opt", str(yaml_path)),
+            limit=2,
+            limits=limits,
+        ),
+        RunOptions(
+            data_dir=data_dir,
+            out=tmp_path / "run",
+            show_progress=False,
+        ),
     )
-    first = runner.run(request)
+    first = runner.run(*request)
     rules = {b.name: b.rule for b in RunStore(first.run_dir).read_manifest().settings.benchmarks}
     assert rules == {"nl4opt": "strict@1", "mine": "strict@1:rtol=0.001"}
-    resumed = runner.resume_request(first.run_dir, data_dir=data_dir, show_progress=False)
-    assert resumed.sandbox.limits == limits
-    again = runner.run(resumed)  # identical settings: nothing to do, no "conflicting rules"
+    resumed = runner.resume_spec(first.run_dir)
+    assert resumed.limits == limits
+    again = runner.run(
+        resumed, RunOptions(data_dir=data_dir, out=first.run_dir, show_progress=False)
+    )  # identical settings: nothing to do, no "conflicting rules"
     assert again.graded_now == 0
     entries = RunStore(first.run_dir).read_manifest().settings.benchmarks
     assert all(entry.limits == limits for entry in entries)
 
 
 def test_compat_protocol_uses_the_reference_timeout_per_benchmark(tmp_path: Path, data_dir: Path) -> None:
-    request = runner.RunRequest(
-        model=_reference_spec(),
-        data_dir=data_dir,
-        benchmarks=("nl4opt", "b4o-orgeval"),
-        limit=1,
-        protocol="trex-compat",
-        out=tmp_path / "run",
-        show_progress=False,
+    request = (
+        RunSpec(
+            model=_reference_spec(),
+            benchmarks=("nl4opt", "b4o-orgeval"),
+            limit=1,
+            protocol="trex-compat",
+        ),
+        RunOptions(
+            data_dir=data_dir,
+            out=tmp_path / "run",
+            show_progress=False,
+        ),
     )
-    walls = {item.bench.name: item.limits.wall_s for item in runner.prepare_benchmarks(request)}
+    prepared = runner.prepare_benchmarks(request[0], data_dir=data_dir)
+    walls = {item.bench.name: item.plan.limits.wall_s for item in prepared}
     assert walls == {"nl4opt": 360.0, "b4o-orgeval": 180.0}  # reference-harness §4.1 and §4.2
 
 
@@ -345,20 +373,25 @@ def test_failed_requests_are_retried_when_the_run_is_resumed(tmp_path: Path, dat
         options={"path": str(recorded)},
         sampling=SamplingParams(),
     )
-    request = runner.RunRequest(
-        model=spec,
-        data_dir=data_dir,
-        benchmarks=("nl4opt",),
-        limit=2,
-        out=tmp_path / "run",
-        show_progress=False,
+    request = (
+        RunSpec(
+            model=spec,
+            benchmarks=("nl4opt",),
+            limit=2,
+        ),
+        RunOptions(
+            data_dir=data_dir,
+            out=tmp_path / "run",
+            show_progress=False,
+        ),
     )
-    runner.run(request)
+    runner.run(*request)
     verdicts = {r.problem_id: r.grade.verdict for r in RunStore(tmp_path / "run").iter_samples()}
     assert verdicts == {"0": Verdict.NO_SOLVE, "1": Verdict.API_ERROR}
     with recorded.open("a") as handle:  # the missing completion arrives
         handle.write(json.dumps({"problem_id": "1", "completion": "```python\nprint(2)\n```"}) + "\n")
-    resumed = runner.run(runner.resume_request(tmp_path / "run", data_dir=data_dir, show_progress=False))
+    options = RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False)
+    resumed = runner.run(runner.resume_spec(tmp_path / "run"), options)
     assert (resumed.generated_now, resumed.graded_now) == (1, 1)
     verdicts = {r.problem_id: r.grade.verdict for r in RunStore(tmp_path / "run").iter_samples()}
     assert verdicts == {"0": Verdict.NO_SOLVE, "1": Verdict.NO_SOLVE}
@@ -372,15 +405,19 @@ def test_a_benchmark_without_usable_rows_is_refused_before_anything_runs(tmp_pat
         "  answer: ans\ngrader:\n  kind: objective\n  rule: strict\n  compat_rule: trex-compat\n"
         "prompt:\n  task: solve\n"
     )
-    request = runner.RunRequest(
-        model=_reference_spec(),
-        data_dir=None,
-        benchmarks=(str(yaml_path),),
-        out=tmp_path / "run",
-        show_progress=False,
+    request = (
+        RunSpec(
+            model=_reference_spec(),
+            benchmarks=(str(yaml_path),),
+        ),
+        RunOptions(
+            data_dir=None,
+            out=tmp_path / "run",
+            show_progress=False,
+        ),
     )
     with pytest.raises(BenchmarkError, match="no usable problems"):
-        runner.run(request)
+        runner.run(*request)
     assert not (tmp_path / "run").exists()
 
 
@@ -397,13 +434,13 @@ def test_compat_protocol_runs_the_reference_backend_in_gurobipy(tmp_path: Path, 
         assert done.returncode == 0, done.stderr[-3000:]
         return done
 
-    assert "answers in gurobipy only" in run("a").stderr
+    assert "the reference backend answers with libraries=gurobipy" in run("a").stderr
     records = _samples(tmp_path / "a")
     assert len(records) == 8
     assert all(r["grade"]["verdict"] == "correct" for r in records)
     assert all("gurobipy" in r["program"]["code"] for r in records)
 
-    assert "answers in gurobipy only" not in run("b", "--opt", "libraries=gurobipy,pulp").stderr
+    assert "the reference backend answers with" not in run("b", "--opt", "libraries=gurobipy,pulp").stderr
     verdicts = Counter(
         ("gurobipy" in r["program"]["code"], r["grade"]["verdict"]) for r in _samples(tmp_path / "b")
     )

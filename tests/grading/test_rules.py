@@ -1,25 +1,27 @@
-"""Rule registry, spec grammar and the grader dispatcher."""
+"""The one rule registry: spec grammar, both kinds of rule, versions everywhere."""
 
 from __future__ import annotations
 
 import pytest
 
-import trex_eval.grading as grading
-from trex_eval.errors import ConfigError, GradingError
+import trex_eval.grading.registry as registry
+from trex_eval.errors import ConfigError
 from trex_eval.grading import (
-    RULE_SUMMARIES,
-    STRUCTURE_VARIANTS,
+    FAMILIES,
     ObjectiveRule,
+    RuleFamily,
+    StructureRule,
+    families,
     get_rule,
     grade_objective,
-    objective_grader,
-    rule_names,
-    structure_grader,
+    objective_rule,
+    structure_rule,
 )
 from trex_eval.grading.objective.tolerance import Tolerance, ToleranceRule
 from trex_eval.records import (
     ExecStatus,
     Execution,
+    GraderKind,
     LinearModel,
     ObjectiveReference,
     SolveRecord,
@@ -63,14 +65,29 @@ class TestSpecs:
         assert get_rule("strict:printed=yes").spec == "strict@1:printed=true"
 
     def test_every_registered_rule_is_described(self) -> None:
-        assert set(rule_names()) == {"strict", "rel", "abs", "round", "orlm", "sirl", "trex-compat"}
-        assert rule_names()[0] == "strict"
-        for name in rule_names():
-            assert RULE_SUMMARIES[name]
+        objective = {f.name for f in families(GraderKind.OBJECTIVE)}
+        structure = {f.name for f in families(GraderKind.STRUCTURE)}
+        assert objective == {"strict", "rel", "abs", "round", "orlm", "sirl", "trex-compat"}
+        assert structure == {"orgeval-fixed", "orgeval-trex-compat"}
+        assert FAMILIES[0].name == "strict"
+        for entry in FAMILIES:
+            assert entry.summary and "\n" not in entry.summary
         for spec in ("strict", "rel:1e-3", "abs:1", "round:1", "orlm", "sirl", "trex-compat"):
             rule = get_rule(spec)
             assert isinstance(rule, ObjectiveRule)
+            assert rule.kind is GraderKind.OBJECTIVE
             assert rule.description and "\n" not in rule.description
+
+    @pytest.mark.parametrize("entry", FAMILIES, ids=lambda f: f.name)
+    def test_every_rule_carries_kind_name_version_and_a_spec_that_parses_back(
+        self, entry: RuleFamily
+    ) -> None:
+        primary = {"rel": ":1e-3", "abs": ":1", "round": ":1"}.get(entry.name, "")
+        rule = get_rule(entry.name + primary)
+        assert rule.kind is entry.kind
+        assert rule.name == entry.name
+        assert rule.version and rule.spec.startswith(f"{entry.name}@{rule.version}")
+        assert get_rule(rule.spec) == rule
 
     def test_description_states_the_parameters(self) -> None:
         assert "1e-06 + 0.0001·|ref|" in get_rule("strict").description
@@ -81,7 +98,7 @@ class TestSpecs:
     @pytest.mark.parametrize(
         ("spec", "message"),
         [
-            ("exact", "unknown objective rule"),
+            ("exact", "unknown grading rule"),
             ("strict@2", "version 1"),
             ("strict@", "malformed"),
             ("@1", "malformed"),
@@ -103,6 +120,9 @@ class TestSpecs:
             ("round:1.5", "not an integer"),
             ("strict:printed=maybe", "true/false"),
             ("trex-compat:rtol=1e-4", "unknown parameter"),
+            ("orgeval-fixed:1e-3", "no bare value"),
+            ("orgeval-fixed:tol=1", "takes no parameters"),
+            ("orgeval-fixed@2", "version 1"),
         ],
     )
     def test_bad_specs(self, spec: str, message: str) -> None:
@@ -129,30 +149,40 @@ def simple_model() -> LinearModel:
     )
 
 
-class TestDispatcher:
-    def test_objective_grader_is_the_rules_grade(self) -> None:
+class TestKinds:
+    def test_one_lookup_returns_either_kind(self) -> None:
+        assert get_rule("orgeval-fixed").spec == "orgeval-fixed@1"
+        assert get_rule("orgeval-trex-compat@1").spec == "orgeval-trex-compat@1"
+        assert isinstance(get_rule("orgeval-fixed"), StructureRule)
+        assert get_rule("orgeval-fixed").kind is GraderKind.STRUCTURE
+
+    def test_a_rule_of_the_other_kind_is_refused(self) -> None:
+        with pytest.raises(ConfigError, match="structure rule, an objective rule is needed"):
+            objective_rule("orgeval-fixed")
+        with pytest.raises(ConfigError, match="objective rule, a structure rule is needed"):
+            structure_rule("strict")
+
+    def test_objective_grading_is_the_rules_grade(self) -> None:
         hooked = SolveRecord(library="highspy", status=SolveStatus.OPTIMAL, raw_status="ok", objective=8.0)
         execution = Execution(status=ExecStatus.OK, solves=(hooked,))
         reference = ObjectiveReference(value=8.0, label="8")
         for spec in ("strict", "trex-compat"):
-            expected = grade_objective(execution, reference, rule=spec)
-            assert objective_grader(spec)(execution, reference) == expected
+            assert objective_rule(spec).grade(execution, reference) == grade_objective(
+                execution, reference, rule=spec
+            )
         # The hooked solve counts for strict; trex-compat finds no `model` binding.
-        assert objective_grader()(execution, reference).verdict is Verdict.CORRECT
-        assert objective_grader("trex-compat")(execution, reference).verdict is Verdict.WRONG
+        assert grade_objective(execution, reference).verdict is Verdict.CORRECT
+        assert grade_objective(execution, reference, rule="trex-compat").verdict is Verdict.WRONG
 
-    def test_unknown_structure_variant(self) -> None:
-        with pytest.raises(ConfigError, match="unknown structure grader"):
-            structure_grader("wl")
+    def test_a_missing_implementation_is_a_clear_error(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        gone = RuleFamily("gone", GraderKind.STRUCTURE, "nothing", "trex_eval.grading.no_such_module:build")
+        monkeypatch.setattr(registry, "FAMILIES", (*FAMILIES, gone))
+        registry.get_rule.cache_clear()
+        with pytest.raises(ConfigError, match="not available"):
+            get_rule("gone")
 
-    def test_missing_structure_module_is_a_clear_error(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(grading, "STRUCTURE_VARIANTS", {"gone": "trex_eval.grading.no_such_module:check"})
-        with pytest.raises(GradingError, match="not available"):
-            structure_grader("gone")
-
-    @pytest.mark.parametrize("variant", sorted(STRUCTURE_VARIANTS))
-    def test_structure_variants_resolve_and_accept_an_identical_model(self, variant: str) -> None:
-        grader = structure_grader(variant)
-        grade = grader(simple_model(), simple_model())
+    @pytest.mark.parametrize("entry", families(GraderKind.STRUCTURE), ids=lambda f: f.name)
+    def test_structure_rules_accept_an_identical_model(self, entry: RuleFamily) -> None:
+        grade = structure_rule(entry.name).grade(simple_model(), simple_model())
         assert grade.verdict is Verdict.CORRECT
-        assert grade.rule.startswith(variant)
+        assert grade.rule == get_rule(entry.name).spec

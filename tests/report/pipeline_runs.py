@@ -19,10 +19,11 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from trex_eval.run import pipeline as runner
 from trex_eval.backends.base import BackendSpec
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.records import ObjectiveReference, Verdict
+from trex_eval.run import pipeline as runner
+from trex_eval.run.spec import RunOptions, RunSpec, model_for_protocol
 from trex_eval.sandbox import SandboxLimits
 
 LIMIT = 10
@@ -71,19 +72,9 @@ SAMPLE_PATTERNS: Mapping[str, tuple[str | None, ...]] = {
 
 def reference_run(out: Path, data_dir: Path, *, protocol: str = "default") -> Path:
     """``--model reference`` (gurobipy programs only under trex-compat, whose rule needs them)."""
-    options = {"libraries": "gurobipy"} if protocol == "trex-compat" else {}
-    spec = BackendSpec(name="reference", backend="reference", options=options)
-    runner.run(
-        runner.RunRequest(
-            model=spec,
-            data_dir=data_dir,
-            benchmarks=BENCHMARKS,
-            limit=LIMIT,
-            protocol=protocol,  # type: ignore[arg-type]
-            out=out,
-            show_progress=False,
-        )
-    )
+    model, _ = model_for_protocol(BackendSpec(name="reference", backend="reference"), protocol)
+    spec = RunSpec(model=model, benchmarks=BENCHMARKS, limit=LIMIT, protocol=protocol)
+    runner.run(spec, RunOptions(data_dir=data_dir, out=out, show_progress=False))
     return out
 
 
@@ -150,19 +141,15 @@ def _replay(
     gurobi: str = "auto",
 ) -> Path:
     spec = BackendSpec(name=name, backend="replay", options={"path": str(replay)})
-    runner.run(
-        runner.RunRequest(
-            model=spec,
-            data_dir=data_dir,
-            benchmarks=benchmarks,
-            samples=samples,
-            limit=limit,
-            gurobi=gurobi,  # type: ignore[arg-type]
-            sandbox=runner.SandboxSettings(limits=SandboxLimits(wall_s=WALL_S, cpu_s=WALL_S)),
-            out=out,
-            show_progress=False,
-        )
+    run_spec = RunSpec(
+        model=spec,
+        benchmarks=benchmarks,
+        samples=samples,
+        limit=limit,
+        gurobi=gurobi,  # type: ignore[arg-type]
+        limits=SandboxLimits(wall_s=WALL_S, cpu_s=WALL_S),
     )
+    runner.run(run_spec, RunOptions(data_dir=data_dir, out=out, show_progress=False))
     return out
 
 

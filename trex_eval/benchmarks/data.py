@@ -26,7 +26,6 @@ from typing import IO
 import httpx
 
 from trex_eval import config
-from trex_eval.benchmarks import assets
 from trex_eval.errors import DataError
 from trex_eval.records import Record
 

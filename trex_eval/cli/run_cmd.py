@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from trex_eval.cli._common import DataDirOption, data_dir_for, data_dir_or_pull, echo_text, err, out
 from trex_eval.errors import ConfigError
+from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.records import FewShotStrategy, GurobiPolicy
 from trex_eval.store import MANIFEST, RunStore
 
@@ -20,6 +21,27 @@ if TYPE_CHECKING:
     from trex_eval.run.pipeline import RunResult
     from trex_eval.run.spec import RunOptions, RunSpec
 
+
+def _protocol_help() -> str:
+    from trex_eval.protocols import get_protocol, protocol_names
+
+    return "; ".join(f"{name}: {get_protocol(name).description}" for name in protocol_names()) + "."
+
+
+def _rule_help() -> str:
+    from trex_eval.grading import families
+    from trex_eval.records import GraderKind
+
+    objective = ", ".join(f.name for f in families(GraderKind.OBJECTIVE))
+    structure = ", ".join(f.name for f in families(GraderKind.STRUCTURE))
+    return (
+        f"Override the grading rule: an objective rule spec ({objective}; e.g. strict:rtol=1e-6, "
+        f"rel:1e-4, round:2) and/or a structure rule ({structure}). `trex-eval rules` describes each."
+    )
+
+
+_PROTOCOL_HELP = _protocol_help()
+_RULE_HELP = _rule_help()
 _PANEL_WHAT = "What to run"
 _PANEL_MODEL = "Model"
 _PANEL_GRADING = "Grading"
@@ -89,6 +111,7 @@ def register(app: typer.Typer) -> None:
     app.command("grade")(grade)
     app.command("audit")(audit)
     app.command("models")(models)
+    app.command("rules")(rules)
 
 
 def run(
@@ -176,18 +199,15 @@ def run(
         str,
         typer.Option(
             "--protocol",
-            help="default (corrected grading) or trex-compat (reproduce the published "
-            "SLAI T-Rex protocol, its bugs included).",
+            help=_PROTOCOL_HELP,
             rich_help_panel=_PANEL_GRADING,
         ),
-    ] = "default",
+    ] = DEFAULT_PROTOCOL,
     rule: Annotated[
         list[str],
         typer.Option(
             "--rule",
-            help="Override the grading rule: an objective rule spec (strict, strict:rtol=1e-6, "
-            "rel:1e-4, abs:1e-6, round:2, orlm, sirl, trex-compat) and/or a structure variant "
-            "(orgeval-fixed, orgeval-trex-compat).",
+            help=_RULE_HELP,
             rich_help_panel=_PANEL_GRADING,
         ),
     ] = [],  # noqa: B006
@@ -267,7 +287,7 @@ def run(
                 ("--samples", samples != 1),
                 ("--limit", limit is not None),
                 ("--rule", bool(rule)),
-                ("--protocol", protocol != "default"),
+                ("--protocol", protocol != DEFAULT_PROTOCOL),
                 ("--few-shot", few_shot != 0),
                 ("--timeout", wall_s is not None),
                 ("--memory-mib", memory_mib is not None),
@@ -359,7 +379,7 @@ def grade(
     rule: Annotated[
         list[str], typer.Option("--rule", help="Rule spec(s) to grade under (see `trex-eval run --help`).")
     ] = [],  # noqa: B006
-    protocol: Annotated[str, typer.Option("--protocol", help="default or trex-compat.")] = "default",
+    protocol: Annotated[str, typer.Option("--protocol", help=_PROTOCOL_HELP)] = DEFAULT_PROTOCOL,
     benchmark: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--benchmark", help="Benchmark of a completions file (name or YAML path)."),
@@ -440,7 +460,7 @@ def audit(
     benchmarks: Annotated[
         list[str], typer.Argument(help="Benchmarks to audit (default: those that ship reference programs).")
     ] = [],  # noqa: B006
-    protocol: Annotated[str, typer.Option("--protocol", help="default or trex-compat.")] = "default",
+    protocol: Annotated[str, typer.Option("--protocol", help=_PROTOCOL_HELP)] = DEFAULT_PROTOCOL,
     rule: Annotated[list[str], typer.Option("--rule", help="Rule spec(s) to audit under.")] = [],  # noqa: B006
     csv_path: Annotated[
         Optional[Path],  # noqa: UP045
@@ -496,6 +516,28 @@ def models(models_file: ModelsFileOption = None) -> None:
         f"format and override rules: the header of {shipped_presets_file()}; your presets: "
         f"{user_file}{'' if user_file.is_file() else ' (not created yet)'} or --models-file"
     )
+
+
+def rules() -> None:
+    """List the grading rules and protocols: what `--rule` and `--protocol` accept.
+
+    Every grade records its rule as name@version; a spec may add parameters
+    (`strict:rtol=1e-6`, `rel:1e-4`, `round:2`).
+    """
+    from trex_eval.grading import families, get_rule
+    from trex_eval.protocols import get_protocol, protocol_names
+
+    for entry in families():
+        rule = get_rule(entry.name + {"rel": ":1e-4", "abs": ":1e-6", "round": ":2"}.get(entry.name, ""))
+        out.print(f"[bold]{escape(entry.name)}[/bold]@{rule.version}  {entry.kind.value}", soft_wrap=True)
+        for line in textwrap.wrap(entry.summary, width=max(40, out.width - 4)):
+            out.print("    " + escape(line), highlight=False)
+    out.print()
+    for name in protocol_names():
+        out.print(
+            f"[bold]--protocol {escape(name)}[/bold]  {escape(get_protocol(name).description)}",
+            soft_wrap=True,
+        )
 
 
 def _first_sentence(text: str) -> str:

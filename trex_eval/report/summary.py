@@ -25,7 +25,7 @@ from trex_eval.metrics import (
     mean_pass_at_k,
     pass_at_1,
 )
-from trex_eval.protocols import Protocol, SummaryRow, get_protocol
+from trex_eval.protocols import DEFAULT_PROTOCOL, Protocol, SummaryRow, get_protocol
 from trex_eval.records import (
     GraderKind,
     ObjectiveEvidence,
@@ -151,7 +151,7 @@ class RunIdentity(Record):
     def display(self) -> str:
         """The model preset, qualified by what makes this run differ from a plain zero-shot run."""
         parts = [self.model]
-        if self.protocol != "default":
+        if self.protocol != DEFAULT_PROTOCOL:
             parts.append(self.protocol)
         if self.prompt_set != DEFAULT_PROMPT_SET:
             parts.append(f"prompts {self.prompt_set}")

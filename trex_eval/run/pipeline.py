@@ -39,6 +39,7 @@ from trex_eval.grading import get_rule
 from trex_eval.grading.lp import parse_lp
 from trex_eval.prompting.fewshot import FewShotPool, PoolItem, SelectionPolicy, retrieval_text, select
 from trex_eval.prompting.render import UPSTREAM_SET, FewShotExample, PromptRenderer
+from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.protocols.plan import EvaluationPlan, plan_for
 from trex_eval.records import (
     Completion,
@@ -242,7 +243,7 @@ def _settings(spec: RunSpec, prepared: Sequence[_Benchmark]) -> RunSettings:
 def default_run_id(spec: RunSpec, *, now: dt.datetime | None = None) -> str:
     stamp = (now or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
     name = re.sub(r"[^A-Za-z0-9._-]", "_", spec.model.name)
-    protocol = "" if spec.protocol == "default" else f"-{spec.protocol}"
+    protocol = "" if spec.protocol == DEFAULT_PROTOCOL else f"-{spec.protocol}"
     # The suffix keeps two runs started in the same second apart.
     return f"{name}-{spec.prompt_set}{protocol}-{stamp}-{secrets.token_hex(2)}"
 
