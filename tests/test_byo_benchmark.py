@@ -15,6 +15,7 @@ from trex_eval.benchmarks import Benchmark, load_benchmark, user_benchmarks_dir
 from trex_eval.benchmarks import user as userbench
 from trex_eval.errors import BenchmarkError, ConfigError
 from trex_eval.prompting.render import PromptRenderer
+from trex_eval.protocols.plan import rules_by_protocol
 from trex_eval.records import ObjectiveReference, SolveStatus
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
@@ -222,7 +223,7 @@ def test_malformed_rows_are_reported_and_the_rest_loads() -> None:
 
 
 def test_validate_reports_rows_rules_and_prompt() -> None:
-    report = userbench.validate(str(EXAMPLE / "malformed.yaml"), data_dir=None)
+    report = userbench.validate(str(EXAMPLE / "malformed.yaml"), data_dir=None, rules=rules_by_protocol)
     assert report.rows_read == 12 and len(report.benchmark.problems) == 3 and len(report.row_errors) == 9
     assert report.source == EXAMPLE / "malformed.jsonl"
     assert dict(report.rules) == {"default": "strict@1", "trex-compat": "trex-compat@1"}
@@ -245,7 +246,7 @@ def test_validate_notes_a_row_count_mismatch_and_a_shipped_name(tmp_path: Path) 
     ("edit", "error", "message"),
     [
         (("question: question", "question: prompt"), BenchmarkError, r"no usable row in .*problems\.jsonl"),
-        (("rule: strict", "rule: strcit"), ConfigError, "unknown objective rule 'strcit'"),
+        (("rule: strict", "rule: strcit"), ConfigError, "unknown grading rule 'strcit'"),
         (("default_set: neutral", "default_set: neutrl"), ConfigError, "unknown prompt set 'neutrl'"),
         (("kind: objective", "kind: objectiv"), BenchmarkError, r"b\.yaml:\d+: field 'grader\.kind'"),
     ],
@@ -261,7 +262,7 @@ def test_validate_refuses_what_no_run_could_use(
     assert edit[0] in text
     (tmp_path / "b.yaml").write_text(text.replace(edit[0], edit[1]))
     with pytest.raises(error, match=message):
-        userbench.validate(str(tmp_path / "b.yaml"), data_dir=None)
+        userbench.validate(str(tmp_path / "b.yaml"), data_dir=None, rules=rules_by_protocol)
 
 
 # --------------------------------------------------------------------------- register

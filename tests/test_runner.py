@@ -290,18 +290,8 @@ def test_failed_requests_count_as_failures(tmp_path: Path, data_dir: Path) -> No
         sampling=SamplingParams(),
     )
     result = runner.run(
-        (
-            RunSpec(
-                model=spec,
-                benchmarks=("nl4opt",),
-                limit=5,
-            ),
-            RunOptions(
-                data_dir=data_dir,
-                out=tmp_path / "run",
-                show_progress=False,
-            ),
-        )
+        RunSpec(model=spec, benchmarks=("nl4opt",), limit=5),
+        RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False),
     )
     verdicts = Counter(r.grade.verdict for r in RunStore(result.run_dir).iter_samples())
     assert verdicts == {Verdict.NO_SOLVE: 3, Verdict.API_ERROR: 2}

@@ -16,6 +16,7 @@ change the registered copy: register again with ``replace=True``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import yaml
 from trex_eval.benchmarks import (
     Benchmark,
     BenchmarkSpec,
+    GraderSpec,
     RowError,
     load_benchmark,
     resolve_spec_path,
@@ -45,14 +47,15 @@ class ValidationReport:
     """What :func:`validate` found in a benchmark that can run.
 
     ``prompts`` holds the first problem rendered with each prompt set a run uses by default (the
-    benchmark's ``default_set``, and ``t-rex`` when the YAML names upstream templates). ``notes``
-    are warnings about the benchmark as a whole (e.g. a row count different from ``source.rows``).
-    The rules it is graded by are the protocols' business
-    (:func:`trex_eval.protocols.plan.rules_by_protocol`).
+    benchmark's ``default_set``, and ``t-rex`` when the YAML names upstream templates); ``rules``
+    maps each protocol to the canonical rule it grades with (empty when :func:`validate` was not
+    given a resolver). ``notes`` are warnings about the benchmark as a whole (e.g. a row count
+    different from ``source.rows``).
     """
 
     benchmark: Benchmark
     source: Path
+    rules: Mapping[str, str]
     prompts: tuple[Prompt, ...]
     notes: tuple[str, ...] = ()
 
@@ -66,7 +69,14 @@ class ValidationReport:
         return len(self.benchmark.problems) + len(self.benchmark.row_errors)
 
 
-def validate(name_or_path: str, *, data_dir: Path | None) -> ValidationReport:
+RuleResolver = Callable[[GraderSpec], Mapping[str, str]]
+"""Protocol name -> canonical rule of a grader block; raises ConfigError for a bad rule
+(:func:`trex_eval.protocols.plan.rules_by_protocol`, passed in by the layers above)."""
+
+
+def validate(
+    name_or_path: str, *, data_dir: Path | None, rules: RuleResolver | None = None
+) -> ValidationReport:
     """Load a benchmark leniently and check everything a run needs before calling a model.
 
     Bad rows are skipped and listed (``ValidationReport.row_errors``), never fatal on their own.
@@ -75,11 +85,12 @@ def validate(name_or_path: str, *, data_dir: Path | None) -> ValidationReport:
         name_or_path: a benchmark YAML path, or the name of a shipped or registered benchmark.
         data_dir: the benchmark data directory; only specs with ``source.root: data`` or
             upstream (``t-rex``) templates need it. ``None`` skips the ``t-rex`` prompt check.
+        rules: resolves the rules the benchmark is graded by (``None``: not checked).
 
     Raises:
         BenchmarkError: invalid YAML or schema, missing source data, no usable row, or a prompt
             that cannot be rendered.
-        ConfigError: an unknown prompt set.
+        ConfigError: an unknown grading rule (with ``rules``) or prompt set.
     """
     spec_path = resolve_spec_path(name_or_path)
     bench = load_benchmark(str(spec_path), data_dir=data_dir, strict=False)
@@ -92,6 +103,7 @@ def validate(name_or_path: str, *, data_dir: Path | None) -> ValidationReport:
             where=str(spec_path),
             hint="check the field names under `fields:` against the data file",
         )
+    resolved = rules(spec.grader) if rules is not None else {}
     sets = [spec.prompt.default_set]
     if spec.prompt.upstream is not None and data_dir is not None:
         sets.insert(0, UPSTREAM_SET)
@@ -102,7 +114,7 @@ def validate(name_or_path: str, *, data_dir: Path | None) -> ValidationReport:
         notes.append(f"source.rows says {spec.source.rows} rows, {len(bench.problems)} are usable")
     if spec.name in shipped_spec_paths() and spec_path.resolve() != shipped_spec_paths()[spec.name].resolve():
         notes.append(f"'{spec.name}' is also a shipped benchmark's name: results would not tell them apart")
-    return ValidationReport(bench, source, prompts, tuple(notes))
+    return ValidationReport(bench, source, resolved, prompts, tuple(notes))
 
 
 def _source_path(spec: BenchmarkSpec, *, spec_path: Path, data_dir: Path | None) -> Path:

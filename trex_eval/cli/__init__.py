@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from trex_eval import __version__
-from trex_eval.cli import benchmarks_cmd, data_cmd, report_cmd, run_cmd
+from trex_eval.cli import benchmarks_cmd, catalogue_cmd, data_cmd, report_cmd, run_cmd
 from trex_eval.cli._common import err, out
 from trex_eval.errors import TrexError
 
@@ -33,6 +33,7 @@ app = typer.Typer(
 app.add_typer(data_cmd.app, name="data")
 app.add_typer(benchmarks_cmd.app, name="benchmarks")
 run_cmd.register(app)
+catalogue_cmd.register(app)
 report_cmd.register(app)
 
 

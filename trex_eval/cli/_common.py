@@ -67,3 +67,11 @@ DataDirOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+ModelsFileOption = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--models-file", help="Extra presets file (overrides shipped and user presets).", show_default=False
+    ),
+]

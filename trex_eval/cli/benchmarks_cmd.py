@@ -166,8 +166,11 @@ def benchmarks_validate(
     exit code is 2 when the YAML itself is invalid, its data are missing, or no row is usable.
     """
     from trex_eval.benchmarks import user as userbench
+    from trex_eval.protocols.plan import rules_by_protocol
 
-    report = userbench.validate(name_or_file, data_dir=data_dir_for([name_or_file], data_dir))
+    report = userbench.validate(
+        name_or_file, data_dir=data_dir_for([name_or_file], data_dir), rules=rules_by_protocol
+    )
     _print_report(report, show_prompt=show_prompt)
 
 
@@ -196,10 +199,13 @@ def benchmarks_add(
     are refused.
     """
     from trex_eval.benchmarks import user as userbench
+    from trex_eval.protocols.plan import rules_by_protocol
 
     if not file.is_file():
         raise typer.BadParameter(f"no such file: {file}", param_hint="FILE")
-    report = userbench.validate(str(file), data_dir=data_dir_for([str(file)], data_dir))
+    report = userbench.validate(
+        str(file), data_dir=data_dir_for([str(file)], data_dir), rules=rules_by_protocol
+    )
     _print_report(report, show_prompt=show_prompt)
     registration = userbench.register(report, name=name, replace=replace)
     verb = "replaced" if registration.replaced else "registered"
@@ -227,10 +233,9 @@ def benchmarks_remove(
 
 def _print_report(report: ValidationReport, *, show_prompt: bool) -> None:
     from trex_eval.protocols import DEFAULT_PROTOCOL
-    from trex_eval.protocols.plan import rules_by_protocol
 
     bench, spec = report.benchmark, report.benchmark.spec
-    rules = rules_by_protocol(spec.grader)
+    rules = report.rules
     lines = [
         ("benchmark", f"{bench.name}: {spec.title}"),
         ("spec", _relative(str(bench.spec_path))),

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional, cast, get_args
 
 import typer
 from pydantic import ValidationError
-from rich.markup import escape
 
-from trex_eval.cli._common import DataDirOption, data_dir_for, data_dir_or_pull, echo_text, err, out
+from trex_eval.cli._common import (
+    DataDirOption,
+    ModelsFileOption,
+    data_dir_for,
+    data_dir_or_pull,
+    echo_text,
+    err,
+    out,
+)
 from trex_eval.errors import ConfigError
 from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.records import FewShotStrategy, GurobiPolicy
@@ -47,13 +53,6 @@ _PANEL_MODEL = "Model"
 _PANEL_GRADING = "Grading"
 _PANEL_SANDBOX = "Sandbox"
 _PANEL_OUTPUT = "Output"
-
-ModelsFileOption = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--models-file", help="Extra presets file (overrides shipped and user presets).", show_default=False
-    ),
-]
 
 
 def _split(values: list[str]) -> tuple[str, ...]:
@@ -110,8 +109,6 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("grade")(grade)
     app.command("audit")(audit)
-    app.command("models")(models)
-    app.command("rules")(rules)
 
 
 def run(
@@ -318,7 +315,7 @@ def run(
         preset = resolve_preset(model, presets=load_presets(user_file=models_file), overrides=_overrides(opt))
         backend_spec, note = model_for_protocol(preset, protocol_name)
         if note is not None:
-            err.print(f"note: {note}", markup=False, highlight=False)
+            err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
         if workers < 1:
             raise ConfigError("--workers must be at least 1")
         if few_shot < 0:
@@ -491,55 +488,3 @@ def audit(
     )
     echo_text(result.markdown)
     out.print(f"per-item CSV: {result.csv_path}")
-
-
-def models(models_file: ModelsFileOption = None) -> None:
-    """List the model presets (shipped, user config dir, --models-file).
-
-    The format of a presets file, and how a user file overrides the shipped presets, is
-    described at the top of the shipped file (its path is printed after the list).
-    """
-    from trex_eval.backends.presets import load_presets, shipped_presets_file, user_presets_file
-
-    # A list, not a table: preset names are what users type, and a table on a narrow terminal
-    # wraps or cuts them.
-    for name, spec in sorted(load_presets(user_file=models_file).items()):
-        s = spec.sampling
-        out.print(f"[bold]{escape(name)}[/bold]  {spec.backend}  {escape(spec.model or '-')}", soft_wrap=True)
-        lines = [f"T={s.temperature} top_p={s.top_p} max_tokens={s.max_tokens} seed={s.seed}"]
-        lines += textwrap.wrap(_first_sentence(spec.description), width=max(40, out.width - 4))
-        for line in lines:
-            out.print("    " + escape(line), highlight=False)
-        out.print()
-    user_file = user_presets_file()
-    err.print(
-        f"format and override rules: the header of {shipped_presets_file()}; your presets: "
-        f"{user_file}{'' if user_file.is_file() else ' (not created yet)'} or --models-file"
-    )
-
-
-def rules() -> None:
-    """List the grading rules and protocols: what `--rule` and `--protocol` accept.
-
-    Every grade records its rule as name@version; a spec may add parameters
-    (`strict:rtol=1e-6`, `rel:1e-4`, `round:2`).
-    """
-    from trex_eval.grading import families, get_rule
-    from trex_eval.protocols import get_protocol, protocol_names
-
-    for entry in families():
-        rule = get_rule(entry.name + {"rel": ":1e-4", "abs": ":1e-6", "round": ":2"}.get(entry.name, ""))
-        out.print(f"[bold]{escape(entry.name)}[/bold]@{rule.version}  {entry.kind.value}", soft_wrap=True)
-        for line in textwrap.wrap(entry.summary, width=max(40, out.width - 4)):
-            out.print("    " + escape(line), highlight=False)
-    out.print()
-    for name in protocol_names():
-        out.print(
-            f"[bold]--protocol {escape(name)}[/bold]  {escape(get_protocol(name).description)}",
-            soft_wrap=True,
-        )
-
-
-def _first_sentence(text: str) -> str:
-    head, dot, rest = text.partition(". ")
-    return head + "." if dot and rest else text
