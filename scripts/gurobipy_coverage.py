@@ -1,10 +1,10 @@
-"""Which gurobipy names do real programs use, and which does the compat layer support?
+"""Which gurobipy names do real programs use, and which does gurobipy_highs support?
 
 Scans programs with ``ast`` — the benchmarks' reference programs (from the data directory) and
 the extracted programs of stored runs (``samples.jsonl`` files, field ``program.code``) — and
 counts every gurobipy name they use: module functions and classes, methods, attributes,
 parameters and ``GRB`` constants. Prints a Markdown report (used vs supported); with
-``--update-doc`` it replaces the report section of ``docs/gurobipy-compat.md``.
+``--update-doc`` it replaces the report section of ``docs/gurobipy-highs.md``.
 
 Usage::
 
@@ -25,23 +25,23 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from trex_eval.sandbox.runtime.compat import gurobipy as compat  # noqa: E402
-from trex_eval.sandbox.runtime.compat.gurobipy import _attrs, _facts, _params  # noqa: E402
+import gurobipy_highs as layer  # noqa: E402
+from gurobipy_highs import _attrs, _facts, _params  # noqa: E402
 
 BEGIN = "<!-- coverage:begin -->"
 END = "<!-- coverage:end -->"
 BENCHMARK_FILES = ("data/bench4opt_feasible/test.jsonl", "data/bench4opt/test.jsonl")
 _GRB_GROUPS = {"Status", "status", "Attr", "attr", "Param", "param", "Callback", "callback", "Error", "error"}
-_COMPAT_CLASSES = (
-    compat.Model,
-    compat.Var,
-    compat.LinExpr,
-    compat.QuadExpr,
-    compat.Constr,
-    compat.QConstr,
-    compat.Env,
-    compat.tupledict,
-    compat.tuplelist,
+_LAYER_CLASSES = (
+    layer.Model,
+    layer.Var,
+    layer.LinExpr,
+    layer.QuadExpr,
+    layer.Constr,
+    layer.QConstr,
+    layer.Env,
+    layer.tupledict,
+    layer.tuplelist,
 )
 _ATTRIBUTES = {name.lower(): name for name in _facts.GRB_ATTR.values()}
 _PARAMETERS = {name.lower(): name for name in _facts.PARAMS}
@@ -186,11 +186,11 @@ def run_programs(paths: list[Path]) -> Iterator[tuple[str, str]]:
 def support(category: str, name: str) -> str:
     """The layer's support for one used name, as a short phrase."""
     if category == "module":
-        if name in vars(compat) and not name.startswith("_"):
+        if name in vars(layer) and not name.startswith("_"):
             return "yes"
         return "NotImplementedError" if name in _facts.MODULE_NAMES else "not gurobipy"
     if category == "method":
-        if any(name in vars(cls) for cls in _COMPAT_CLASSES):
+        if any(name in vars(cls) for cls in _LAYER_CLASSES):
             return "yes"
         return "NotImplementedError"
     if category == "attribute":

@@ -3,9 +3,7 @@ subprocess, a private config directory, the example benchmark of examples/or-wor
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,17 +20,10 @@ Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 def cli(tmp_path: Path) -> Cli:
     """Runs ``python -m trex_eval ARGS`` in ``tmp_path`` with a private TREX_CONFIG_DIR and a wide
     terminal (rich would wrap long paths at 80 columns)."""
-    env = {**os.environ, "TREX_CONFIG_DIR": str(tmp_path / "config"), "COLUMNS": "250"}
+    env = {"TREX_CONFIG_DIR": str(tmp_path / "config")}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "trex_eval", *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return trex_eval(*args, columns=250, env=env, cwd=tmp_path, expect=None)
 
     return run
 
@@ -136,7 +127,7 @@ def test_help_paragraphs_wrap_at_the_terminal_not_at_the_source(cli: Cli) -> Non
         (("run", "--model", "reference", "--few-shot-strategy", "y"), "use random or similar"),
         (
             ("run", "--model", "reference", "--gurobi", "z"),
-            "unknown --gurobi policy 'z'\n  -> use auto, real or compat",
+            "unknown --gurobi policy 'z'\n  -> use auto, real or highs",
         ),
         (("audit", "--gurobi", "z"), "unknown --gurobi policy 'z'"),
         (("grade", "--completions", "c.jsonl", "--protocol", "w"), "unknown protocol 'w'"),

@@ -7,13 +7,12 @@ Expected verdicts are hand-checked (examples/or-word-problems/README.md explains
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import trex_eval
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
 COPTPY_TEXT = "response.choices.0.message.content"
@@ -74,20 +73,9 @@ COPTPY_ORLM = COPTPY_STRICT | {"diet": "correct", "knapsack": "correct"}
 def _cli(
     *args: str, cwd: Path, data_dir: Path, config: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}
     quiet = ["--no-progress"] if args[0] in ("run", "grade") else []
-    if config is not None:
-        env["TREX_CONFIG_DIR"] = str(config)
-    done = subprocess.run(
-        [sys.executable, "-m", "trex_eval", *args, *quiet, "--data-dir", str(data_dir)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
+    env = {"TREX_CONFIG_DIR": str(config)} if config is not None else None
+    return trex_eval(*args, *quiet, "--data-dir", str(data_dir), columns=250, env=env, cwd=cwd, timeout=600)
 
 
 def _samples(run_dir: Path) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import trex_eval
 from fake_server import FakeOpenAIServer, Reply
 
 from trex_eval.backends.base import BackendSpec
@@ -34,9 +35,7 @@ ORGEVAL_QUADRATIC = {f"BENCH4OPT_{i}" for i in (32, 33, 56, 57, 364, 365, 374, 3
 
 
 def _cli(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trex_eval", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
+    return trex_eval(*args, cwd=cwd, timeout=timeout, expect=None)
 
 
 def _samples(run_dir: Path) -> list[dict[str, Any]]:

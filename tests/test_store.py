@@ -101,6 +101,18 @@ def test_manifests_written_before_benchmark_sources_were_recorded_still_read(tmp
     assert entry.requested == "nl4opt"
 
 
+def test_manifests_naming_the_gurobi_policy_compat_read_as_highs(tmp_path: Path) -> None:
+    """``compat`` was the policy name of the gurobipy_highs layer: old runs still load and resume."""
+    store = RunStore.create(tmp_path / "run", _manifest())
+    store.close()
+    raw = json.loads((tmp_path / "run" / MANIFEST).read_text())
+    raw["settings"]["gurobi"] = "compat"
+    (tmp_path / "run" / MANIFEST).write_text(json.dumps(raw))
+    settings = RunStore(tmp_path / "run").read_manifest().settings
+    assert settings.gurobi == "highs"
+    assert settings == RunSettings.model_validate({**raw["settings"], "gurobi": "highs"})
+
+
 def test_newer_major_schema_is_refused(tmp_path: Path) -> None:
     store = RunStore.create(tmp_path / "run", _manifest())
     store.close()

@@ -31,8 +31,19 @@ class Record(BaseModel):
 ProtocolName = str
 """A registered protocol name (:data:`trex_eval.protocols.PROTOCOLS`): ``default``, ``trex-compat``, ..."""
 
-GurobiPolicy = Literal["auto", "real", "compat"]
-"""Which gurobipy a program gets in the sandbox (see ``trex_eval.sandbox.Job.gurobi``)."""
+GurobiPolicy = Literal["auto", "real", "highs"]
+"""Which gurobipy a program gets in the sandbox (see ``trex_eval.sandbox.Job.gurobi``); ``highs``
+is the licence-free ``gurobipy_highs`` layer."""
+
+GUROBI_POLICY_ALIASES: dict[str, GurobiPolicy] = {"compat": "highs"}
+"""Older names of a :data:`GurobiPolicy`, still accepted from users and stored manifests
+(``compat`` was the layer's policy name before it became the ``gurobipy_highs`` package)."""
+
+
+def canonical_gurobi_policy(value: object) -> object:
+    """``value`` with an old policy name (:data:`GUROBI_POLICY_ALIASES`) replaced by its current one."""
+    return GUROBI_POLICY_ALIASES.get(value, value) if isinstance(value, str) else value
+
 
 FewShotStrategy = Literal["random", "similar"]
 """How few-shot examples are chosen (see ``trex_eval.prompting.fewshot``)."""
@@ -208,6 +219,64 @@ class SamplingParams(Record):
     stop: tuple[str, ...] = ()
 
 
+class BackendSpec(Record):
+    """A resolved model preset: which backend, which model, which options.
+
+    ``backend`` is a registry name (``openai``, ``vllm``, ``local``, ``replay``, ``reference``).
+    ``model`` is the served model name (API), a path or hub id (vLLM) or a local model key.
+    ``options`` holds backend-specific settings (base_url, api_key_env, concurrency,
+    tensor_parallel_size, replay file and field names, ...), validated by the backend factory.
+    Lives here, not in :mod:`trex_eval.backends.base` (which re-exports it), because the run
+    store records it and must not depend on the backends.
+    """
+
+    name: str
+    backend: str
+    model: str = ""
+    options: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    sampling: SamplingParams = SamplingParams()
+    description: str = ""
+
+
+class SandboxLimits(Record):
+    """Limits applied to every program; each breach becomes an :class:`ExecStatus`.
+
+    Lives here, not in :mod:`trex_eval.sandbox.limits` (which re-exports it), because the run
+    store records it and must not depend on the sandbox.
+
+    Attributes:
+        wall_s: wall-clock seconds from the fork of the program to its exit (default 60). On
+            breach the program and everything it started are killed: ``timeout``.
+        cpu_s: CPU seconds per process (``RLIMIT_CPU``, rounded up to whole seconds; default 60).
+            On breach the kernel kills the process with SIGKILL: ``timeout``.
+        memory_mib: address space the program may add on top of the warm worker's (``RLIMIT_AS``
+            = the worker's size at fork + this; default 2048). On breach allocations fail, which
+            Python raises as ``MemoryError``: ``memory_limit``. Keep it >= 1024: some BLAS
+            builds hang at start-up below ~512 MiB.
+        file_size_mib: largest file the program may write, its output included (``RLIMIT_FSIZE``;
+            default 64). On breach the write fails with EFBIG: ``output_limit``.
+        max_processes: processes the program may have at once, itself included (default 64).
+            Enforced by ``RLIMIT_NPROC`` in a user namespace or under a dedicated uid, else by
+            polling; on breach ``fork`` fails with EAGAIN (the program usually dies of it:
+            ``runtime_error``) or, when polled, the program is killed: ``killed``.
+        output_bytes: stdout + stderr bytes kept and allowed (default 1,000,000). On breach the
+            program is killed: ``output_limit``.
+        tail_chars: characters of stdout and of stderr kept in the record (default 4000).
+        disk_mib: size of the private ``/tmp`` (working directory included) under bubblewrap
+            (default 512; other isolation levels have no disk quota). On breach writes fail with
+            ENOSPC: ``output_limit``.
+    """
+
+    wall_s: float = Field(default=60.0, gt=0)
+    cpu_s: float = Field(default=60.0, gt=0)
+    memory_mib: int = Field(default=2048, ge=64)
+    file_size_mib: int = Field(default=64, ge=1)
+    max_processes: int = Field(default=64, ge=1)
+    output_bytes: int = Field(default=1_000_000, ge=1)
+    tail_chars: int = Field(default=4000, ge=0)
+    disk_mib: int = Field(default=512, ge=16)
+
+
 class Usage(Record):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -363,8 +432,10 @@ class Execution(Record):
     in call order; the graders use the last one. ``printed_objective`` is parsed from stdout only
     as a documented fallback for programs whose library the hooks do not cover.
     ``isolation`` names the isolation level in force (``bwrap``, ``unshare``, ``rlimits``).
-    ``gurobi`` names the gurobipy implementation the program saw (``"gurobipy 13.0.3"``,
-    ``"compat"``, or ``None`` if it never imported gurobipy). ``bindings`` and
+    ``gurobi`` names the gurobipy implementation the program saw, with its version
+    (``"gurobipy 13.0.3"``, ``"gurobipy_highs 1.0"`` for the licence-free layer; ``"compat"`` in
+    samples recorded before the layer had its own name), or ``None`` if it never imported
+    gurobipy. ``bindings`` and
     ``called_sys_exit`` let the ``trex-compat`` rule reproduce the reference wrapper's model
     discovery (module-level ``model``/``m`` only; ``sys.exit`` loses the result).
     ``wall_s``/``cpu_s`` are seconds; ``max_rss_mib`` is the peak resident set in MiB.

@@ -25,12 +25,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
-from trex_eval.backends.base import BackendSpec
 from trex_eval.errors import StoreError
 from trex_eval.records import (
     SCHEMA_VERSION,
+    BackendSpec,
     Completion,
     FewShotStrategy,
     GraderKind,
@@ -39,8 +39,9 @@ from trex_eval.records import (
     Record,
     SampleRecord,
     SamplingParams,
+    SandboxLimits,
+    canonical_gurobi_policy,
 )
-from trex_eval.sandbox.limits import SandboxLimits
 
 MANIFEST = "manifest.json"
 COMPLETIONS = "completions.jsonl"
@@ -121,6 +122,12 @@ class RunSettings(Record):
     gurobi: GurobiPolicy = "auto"
     limits: SandboxLimits | None = None
     benchmarks: tuple[BenchmarkEntry, ...]
+
+    @field_validator("gurobi", mode="before")
+    @classmethod
+    def _current_gurobi_name(cls, value: object) -> object:
+        # Manifests written before the layer became gurobipy_highs say "compat": still load and resume.
+        return canonical_gurobi_policy(value)
 
 
 class RunManifest(Record):

@@ -1,6 +1,6 @@
 """Small gurobipy programs that print what the API returns, for differential tests.
 
-Each snippet runs under real gurobipy and under the compat layer; the test compares their
+Each snippet runs under real gurobipy and under the gurobipy_highs layer; the test compares their
 printed output and the exception (type and message) that ended them. Values that depend on the
 solver path (objective digits, duals of the optimal basis) are printed rounded, and the
 snippets use non-degenerate models so that the optimal basis is unique.

@@ -1,11 +1,12 @@
-"""Run benchmark programs under real gurobipy or under the compat layer (test helper).
+"""Run benchmark programs under real gurobipy or under the gurobipy_highs layer (test helper).
 
-:func:`run_programs` is the one place that executes programs for the compat tests; it stands in
+:func:`run_programs` is the one place that executes programs for the gurobipy_highs tests; it stands in
 for the sandbox pool until that exists. Each program runs in its own working directory (with its
 instance data), in a fresh fork of a warm interpreter (``program_driver.py``), two interpreters
-in parallel. ``flavour="compat"`` puts ``trex_eval/sandbox/runtime/compat`` first on the path, so
-``import gurobipy`` loads the layer and real gurobipy is shadowed; ``flavour="real"`` leaves the
-installed gurobipy. Every result records which file ``gurobipy`` came from.
+in parallel. ``flavour="highs"`` has the driver load the ``gurobipy_highs`` folder under the name
+``gurobipy`` first (as the sandbox does), so ``import gurobipy`` gives the layer and real gurobipy
+is shadowed; ``flavour="real"`` leaves the installed gurobipy. Every result records which file
+``gurobipy`` came from.
 """
 
 from __future__ import annotations
@@ -21,10 +22,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 REPO = Path(__file__).resolve().parents[2]
-COMPAT_PATH = REPO / "trex_eval" / "sandbox" / "runtime" / "compat"
+HIGHS_PACKAGE = REPO / "gurobipy_highs"
 DRIVER = Path(__file__).with_name("program_driver.py")
+HIGHS_ENV = "TREX_TEST_GUROBIPY_HIGHS"
+"""Environment variable naming the folder the driver loads as ``gurobipy``."""
 
-Flavour = Literal["compat", "real"]
+AS_GUROBIPY = f"""\
+import importlib.util, sys
+_spec = importlib.util.spec_from_file_location(
+    "gurobipy", {str(HIGHS_PACKAGE / "__init__.py")!r}, submodule_search_locations=[{str(HIGHS_PACKAGE)!r}])
+sys.modules["gurobipy"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sys.modules["gurobipy"])
+"""
+"""Code that makes ``import gurobipy`` give the gurobipy_highs layer, as the sandbox does."""
+
+Flavour = Literal["highs", "real"]
 
 #: The objective rule of the issue: ``|pred - ref| <= 1e-6 + 1e-4 * |ref|``.
 ATOL = 1e-6
@@ -52,7 +64,7 @@ class ProgramRun:
     ``.lp``/``.mps`` files left in the working directory."""
 
     key: str
-    compat: bool
+    highs: bool
     gurobipy_file: str
     error_type: str | None
     error: str | None
@@ -81,7 +93,7 @@ def _read_run(job: ProgramJob, workdir: Path) -> ProgramRun:
     written = {p.name: p.read_text() for p in workdir.iterdir() if p.suffix in (".lp", ".mps")}
     return ProgramRun(
         key=job.key,
-        compat=bool(data["compat"]),
+        highs=bool(data["highs"]),
         gurobipy_file=str(data["gurobipy_file"]),
         error_type=data["error_type"],
         error=data["error"],
@@ -104,8 +116,8 @@ def run_programs(
     """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    if flavour == "compat":
-        env["PYTHONPATH"] = str(COMPAT_PATH)
+    if flavour == "highs":
+        env[HIGHS_ENV] = str(HIGHS_PACKAGE)
     with tempfile.TemporaryDirectory(prefix="trex-compat-") as root:
         workdirs: list[Path] = []
         for number, job in enumerate(jobs):

@@ -1,8 +1,8 @@
-"""Fixtures for the gurobipy-compat tests.
+"""Fixtures for the gurobipy_highs tests.
 
 The test process itself imports *real* gurobipy (as the oracle: it runs the reference side of
-every differential test and parses LP files); the compat layer runs in subprocesses, or is
-imported in-process under its package path ``trex_eval.sandbox.runtime.compat.gurobipy``.
+every differential test and parses LP files); the layer runs in subprocesses (loaded there as
+``gurobipy``), or is imported in-process under its own name ``gurobipy_highs``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ def real_gurobipy() -> ModuleType:
     try:
         import gurobipy
     except ImportError:
-        pytest.skip("real gurobipy is not installed: nothing to compare the compat layer with")
-    if hasattr(gurobipy, "TREX_COMPAT"):
-        pytest.fail("the compat layer shadows real gurobipy in the test process")
+        pytest.skip("real gurobipy is not installed: nothing to compare gurobipy_highs with")
+    if hasattr(gurobipy, "GUROBIPY_HIGHS"):
+        pytest.fail("gurobipy_highs shadows real gurobipy in the test process")
     try:
         gurobipy.Model().dispose()
     except gurobipy.GurobiError as error:

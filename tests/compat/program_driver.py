@@ -7,7 +7,8 @@ For each job the driver forks a child that changes into the workdir, sends stdou
 which gurobipy it imported, the exception that ended it (if any) and, for the module-level
 names ``model``/``m``, the status and ``ObjVal`` (``null`` while ``hasattr(obj, "ObjVal")`` is
 false). ``gurobipy``, ``numpy`` and ``highspy`` are imported once, before the forks, so a job costs
-milliseconds; whichever ``gurobipy`` ``sys.path`` resolves is the one every program sees.
+milliseconds; whichever ``gurobipy`` ``sys.path`` resolves is the one every program sees, unless
+``TREX_TEST_GUROBIPY_HIGHS`` names the gurobipy_highs folder: that is then loaded as ``gurobipy``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ import sys
 import time
 import traceback
 from typing import Any
+
+if os.environ.get("TREX_TEST_GUROBIPY_HIGHS"):
+    import importlib.util
+
+    _folder = os.environ["TREX_TEST_GUROBIPY_HIGHS"]
+    _spec = importlib.util.spec_from_file_location(
+        "gurobipy", os.path.join(_folder, "__init__.py"), submodule_search_locations=[_folder]
+    )
+    assert _spec is not None and _spec.loader is not None
+    sys.modules["gurobipy"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["gurobipy"])
 
 import gurobipy
 import highspy  # noqa: F401 - preloaded for the children
@@ -55,7 +67,7 @@ def _run_child(workdir: str, timeout_s: int) -> None:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     result: dict[str, Any] = {
         "gurobipy_file": gurobipy.__file__,
-        "compat": hasattr(gurobipy, "TREX_COMPAT"),
+        "highs": hasattr(gurobipy, "GUROBIPY_HIGHS"),
         "error_type": None,
         "error_module": None,
         "error": None,

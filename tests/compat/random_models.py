@@ -4,7 +4,7 @@ Each program builds a model with explicit API calls (names of every length, coef
 every magnitude and sign, all bound shapes and variable types, ranges, quadratic objectives and
 constraints, indicators, general constraints, SOS, unnamed objects) and writes ``model.lp`` and,
 when the model is linear, ``model.mps``. Nothing here knows the expected output: the test runs
-each program under real gurobipy and under the compat layer and compares what they wrote.
+each program under real gurobipy and under the gurobipy_highs layer and compares what they wrote.
 """
 
 from __future__ import annotations

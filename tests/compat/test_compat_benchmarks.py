@@ -1,4 +1,4 @@
-"""The benchmarks' own reference programs under the compat layer, against real gurobipy.
+"""The benchmarks' own reference programs under the gurobipy_highs layer, against real gurobipy.
 
 * B4O-Feasible (344 programs, ``model.optimize()`` appended): at least 336 objectives match
   real gurobipy under the default rule, and every miss is ``needs_gurobi`` or a named
@@ -19,7 +19,7 @@ from types import ModuleType
 
 import pytest
 from compat_runner import (
-    COMPAT_PATH,
+    HIGHS_PACKAGE,
     ProgramRun,
     feasible_jobs,
     feasible_rows,
@@ -39,7 +39,7 @@ def feasible_runs(
     data_dir: Path, real_gurobipy: ModuleType
 ) -> tuple[dict[str, ProgramRun], dict[str, ProgramRun]]:
     jobs = feasible_jobs(data_dir)
-    return run_programs(jobs, flavour="real"), run_programs(jobs, flavour="compat")
+    return run_programs(jobs, flavour="real"), run_programs(jobs, flavour="highs")
 
 
 def test_feasible_objectives_match_real_gurobipy(
@@ -84,8 +84,8 @@ def test_audit_with_gurobipy_hidden_equals_audit_with_it(
     data_dir: Path, feasible_runs: tuple[dict[str, ProgramRun], dict[str, ProgramRun]]
 ) -> None:
     real, compat = feasible_runs
-    assert all(run.gurobipy_file.startswith(str(COMPAT_PATH)) for run in compat.values())
-    assert all(not run.gurobipy_file.startswith(str(COMPAT_PATH)) for run in real.values())
+    assert all(run.gurobipy_file.startswith(str(HIGHS_PACKAGE)) for run in compat.values())
+    assert all(not run.gurobipy_file.startswith(str(HIGHS_PACKAGE)) for run in real.values())
     optimal = {row["id"]: float(row["optimal_value"]) for row in feasible_rows(data_dir)}
     with_gurobi, without = _verdicts(real, optimal), _verdicts(compat, optimal)
     differing = {key for key in optimal if with_gurobi[key] != without[key]}
@@ -103,7 +103,7 @@ def test_orgeval_lp_files_match_real_gurobipy(
     data_dir: Path, real_gurobipy: ModuleType, tmp_path: Path
 ) -> None:
     jobs = orgeval_jobs(data_dir)
-    real, compat = run_programs(jobs, flavour="real"), run_programs(jobs, flavour="compat")
+    real, compat = run_programs(jobs, flavour="real"), run_programs(jobs, flavour="highs")
     byte_identical = structurally_identical = 0
     for job in jobs:
         ref, got = real[job.key].written.get("model.lp"), compat[job.key].written.get("model.lp")

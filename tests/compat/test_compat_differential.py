@@ -1,4 +1,4 @@
-"""The compat layer against real gurobipy: same printed API results, same files, same optima.
+"""The gurobipy_highs layer against real gurobipy: same printed API results, same files, same optima.
 
 Every expectation here comes from running the same program under real gurobipy 13.0.3.
 """
@@ -21,9 +21,9 @@ _NUMBER = re.compile(r"^-?\d+(\.\d*)?(e[-+]\d+)?$")
 
 def _both(jobs: list[ProgramJob]) -> tuple[dict[str, ProgramRun], dict[str, ProgramRun]]:
     real = run_programs(jobs, flavour="real")
-    compat = run_programs(jobs, flavour="compat")
-    assert all(not run.compat for run in real.values()), "the reference side must use real gurobipy"
-    assert all(run.compat for run in compat.values()), "the compat side must import the compat layer"
+    compat = run_programs(jobs, flavour="highs")
+    assert all(not run.highs for run in real.values()), "the reference side must use real gurobipy"
+    assert all(run.highs for run in compat.values()), "the other side must import gurobipy_highs"
     return real, compat
 
 

@@ -1,5 +1,5 @@
-"""The compat layer on its own: the needs_gurobi contract, named NotImplementedErrors, the model
-API the sandbox hooks read, number formatting, and import hygiene.
+"""The gurobipy_highs layer on its own: the needs_gurobi contract, named NotImplementedErrors, the
+model API the sandbox hooks read, number formatting, and import hygiene.
 
 Expected values are hand-computed (small models solved on paper) or are outputs of real
 gurobipy 13.0.3 recorded in the docstrings of the formatting module.
@@ -13,11 +13,11 @@ import subprocess
 import sys
 
 import pytest
-from compat_runner import COMPAT_PATH
+from compat_runner import AS_GUROBIPY, HIGHS_PACKAGE
 
-from trex_eval.sandbox.runtime.compat import gurobipy as gp
-from trex_eval.sandbox.runtime.compat.gurobipy import GRB
-from trex_eval.sandbox.runtime.compat.gurobipy._numfmt import gurobi_mps_number, gurobi_number
+import gurobipy_highs as gp
+from gurobipy_highs import GRB
+from gurobipy_highs._numfmt import gurobi_mps_number, gurobi_number
 
 # --------------------------------------------------------------------------- needs_gurobi contract
 
@@ -260,9 +260,14 @@ def test_mps_numbers_are_exact() -> None:
 
 
 def _python(code: str) -> str:
-    env = {"PYTHONPATH": str(COMPAT_PATH), "PATH": "/usr/bin:/bin"}
+    env = {"PATH": "/usr/bin:/bin"}
     done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", AS_GUROBIPY + code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     return done.stdout.strip()
 
@@ -271,10 +276,10 @@ def test_import_gurobipy_resolves_to_the_layer_and_loads_only_the_stdlib() -> No
     probe = (
         "import sys, gurobipy\n"
         "heavy = sorted({n.split('.')[0] for n in sys.modules} & {'numpy', 'highspy', 'trex_eval'})\n"
-        "print(gurobipy.__file__, gurobipy.TREX_COMPAT, heavy)\n"
+        "print(gurobipy.__file__, gurobipy.GUROBIPY_HIGHS, heavy)\n"
     )
     location, _version, heavy = _python(probe).split(" ", 2)
-    assert location.startswith(str(COMPAT_PATH))
+    assert location.startswith(str(HIGHS_PACKAGE))
     assert heavy == "[]"
 
 

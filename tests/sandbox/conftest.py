@@ -14,7 +14,7 @@ from trex_eval.sandbox import SandboxLimits, SandboxPool
 def pool() -> Iterator[SandboxPool]:
     """Two workers with generous limits, for programs that are expected to work."""
     with SandboxPool(
-        limits=SandboxLimits(wall_s=60.0, cpu_s=60.0), workers=2, compat_root=STAND_IN
+        limits=SandboxLimits(wall_s=60.0, cpu_s=60.0), workers=2, highs_package=STAND_IN
     ) as started:
         yield started
 
@@ -22,5 +22,5 @@ def pool() -> Iterator[SandboxPool]:
 @pytest.fixture(scope="session")
 def tight_pool() -> Iterator[SandboxPool]:
     """Two workers with small limits (:data:`TIGHT`), for hostile programs."""
-    with SandboxPool(limits=TIGHT, workers=2, compat_root=STAND_IN) as started:
+    with SandboxPool(limits=TIGHT, workers=2, highs_package=STAND_IN) as started:
         yield started

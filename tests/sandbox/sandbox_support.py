@@ -10,8 +10,8 @@ import pytest
 
 from trex_eval.sandbox import SandboxLimits, SandboxPool
 
-STAND_IN = Path(__file__).parent / "compat_stand_in"
-"""A test-only stand-in for the compat gurobipy layer (every model solves to 42)."""
+STAND_IN = Path(__file__).parent / "highs_stand_in"
+"""A test-only stand-in for the gurobipy_highs layer (every model solves to 42)."""
 
 TIGHT = SandboxLimits(
     wall_s=5.0,

@@ -1,12 +1,15 @@
-"""Which gurobipy a program gets (real, compat, auto) and how licence failures are reported."""
+"""Which gurobipy a program gets (real, highs, auto) and how licence failures are reported."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from gurobipy_highs._version import VERSION as _LAYER_VERSION
 from trex_eval.records import ExecStatus
 from trex_eval.sandbox import Job, SandboxLimits, SandboxPool
 
@@ -49,13 +52,13 @@ def test_caught_size_limit_is_still_a_licence_error(pool: SandboxPool) -> None:
     assert execution.status is ExecStatus.LICENCE_ERROR
 
 
-def test_auto_reruns_a_size_limited_program_under_compat(pool: SandboxPool) -> None:
+def test_auto_reruns_a_size_limited_program_under_highs(pool: SandboxPool) -> None:
     execution = pool.run(Job(code=TOO_LARGE, gurobi="auto"))
 
-    # The stand-in compat layer solves every model to 42.
+    # The stand-in gurobipy_highs layer solves every model to 42.
     assert execution.status is ExecStatus.OK, execution.detail
-    assert execution.gurobi == "compat"
-    assert "rerun under compat" in execution.detail and "too large" in execution.detail
+    assert execution.gurobi == "gurobipy_highs stand-in"
+    assert "rerun under highs" in execution.detail and "too large" in execution.detail
     assert execution.solves[-1].objective == 42.0
 
 
@@ -76,15 +79,27 @@ m.solve()
 
 
 @pytest.fixture(scope="module")
-def pool_without_compat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxPool]:
-    missing = Path(tmp_path_factory.mktemp("no-compat")) / "absent"
-    with SandboxPool(limits=SandboxLimits(wall_s=30), workers=1, compat_root=missing) as started:
+def pool_without_highs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxPool]:
+    missing = Path(tmp_path_factory.mktemp("no-highs")) / "absent"
+    with SandboxPool(limits=SandboxLimits(wall_s=30), workers=1, highs_package=missing) as started:
         yield started
 
 
-def test_missing_compat_layer_is_reported_not_crashed(pool_without_compat: SandboxPool) -> None:
-    execution = pool_without_compat.run(Job(code="import gurobipy\n", gurobi="compat"))
+def test_missing_highs_layer_is_reported_not_crashed(pool_without_highs: SandboxPool) -> None:
+    execution = pool_without_highs.run(Job(code="import gurobipy\n", gurobi="highs"))
 
     assert execution.status is ExecStatus.NEEDS_GUROBI
-    assert "compat layer" in execution.detail
-    assert not pool_without_compat.compat_available
+    assert "gurobipy_highs layer" in execution.detail
+    assert not pool_without_highs.highs_available
+
+
+def test_the_installed_layer_is_located_without_importing_it() -> None:
+    """The harness finds gurobipy_highs by path and reads its version as text: never imports it."""
+    code = (
+        "import sys\n"
+        "from trex_eval.sandbox import launch\n"
+        "package = launch.highs_package()\n"
+        "print(package.name, launch.highs_version(package), 'gurobipy_highs' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["gurobipy_highs", _LAYER_VERSION, "False"]

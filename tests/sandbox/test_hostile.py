@@ -454,12 +454,12 @@ os._exit(0)
     assert execution.printed_objective == 42.0
 
 
-def test_compat_stand_in_is_used_when_asked(tight_pool: SandboxPool) -> None:
+def test_highs_stand_in_is_used_when_asked(tight_pool: SandboxPool) -> None:
     code = "import gurobipy\nprint(gurobipy.__file__)\nm = gurobipy.Model()\nm.optimize()\n"
-    execution = tight_pool.run(Job(code=code, gurobi="compat"))
+    execution = tight_pool.run(Job(code=code, gurobi="highs"))
 
     assert execution.status is ExecStatus.OK, execution.detail
-    assert execution.gurobi == "compat"
+    assert execution.gurobi == "gurobipy_highs stand-in"
     assert str(STAND_IN) in execution.stdout_tail
     assert execution.solves[0].status is SolveStatus.OPTIMAL and execution.solves[0].objective == 42.0
     assert execution.solves[0].verification == "match"

@@ -195,9 +195,9 @@ def test_licence_error_does_not_mask_a_later_successful_solve() -> None:
     assert execute(failure, solve(), end()).status is ExecStatus.OK
 
 
-def test_missing_compat_layer_needs_gurobi() -> None:
+def test_missing_highs_layer_needs_gurobi() -> None:
     execution = execute(
-        record("gurobipy", implementation=None, compat_missing="/nowhere"),
+        record("gurobipy", implementation=None, highs_missing="/nowhere"),
         end(1, error("ModuleNotFoundError")),
         exit_code=1,
     )

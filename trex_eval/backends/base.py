@@ -13,9 +13,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
-from pydantic import Field
-
 from trex_eval.errors import ConfigError
+from trex_eval.records import BackendSpec as BackendSpec  # defined there for the run store; re-exported
 from trex_eval.records import Completion, Problem, Prompt, Record, SamplingParams
 
 
@@ -32,23 +31,6 @@ class GenerationRequest(Record):
     params: SamplingParams
     sample_index: int = 0
     seed: int | None = None
-
-
-class BackendSpec(Record):
-    """A resolved model preset: which backend, which model, which options.
-
-    ``backend`` is a registry name (``openai``, ``vllm``, ``local``, ``replay``, ``reference``).
-    ``model`` is the served model name (API), a path or hub id (vLLM) or a local model key.
-    ``options`` holds backend-specific settings (base_url, api_key_env, concurrency,
-    tensor_parallel_size, replay file and field names, ...), validated by the backend factory.
-    """
-
-    name: str
-    backend: str
-    model: str = ""
-    options: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
-    sampling: SamplingParams = SamplingParams()
-    description: str = ""
 
 
 @runtime_checkable

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from trex_eval import config
-from trex_eval.benchmarks.data import sha256_file
 from trex_eval.errors import BackendError, ConfigError
+from trex_eval.files import sha256_file
 
 _CHUNK_BYTES = 1 << 20
 

@@ -61,7 +61,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-import trex_eval
+from trex_eval._version import __version__
 from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
 from trex_eval.config import getenv
 from trex_eval.errors import BackendError, ConfigError
@@ -329,7 +329,7 @@ class OpenAICompatBackend:
         if self._client is not None:
             return
         self._api_key = self._explicit_key or self._key_from_environment()
-        headers = {"User-Agent": f"trex-eval/{trex_eval.__version__}", "Accept": "application/json"}
+        headers = {"User-Agent": f"trex-eval/{__version__}", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         concurrency = self._options.concurrency

@@ -27,6 +27,7 @@ import httpx
 
 from trex_eval import config
 from trex_eval.errors import DataError
+from trex_eval.files import sha256_file as sha256_file  # moved there for the backends; re-exported
 from trex_eval.records import Record
 
 _CHUNK = 1 << 16
@@ -121,14 +122,6 @@ class VerifyReport(Record):
     @property
     def ok(self) -> bool:
         return not self.missing and not self.corrupt
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def verify_data_dir(root: Path, *, manifest: DataManifest | None = None) -> VerifyReport:

@@ -20,7 +20,7 @@ from trex_eval.cli._common import (
 )
 from trex_eval.errors import ConfigError
 from trex_eval.protocols import DEFAULT_PROTOCOL
-from trex_eval.records import FewShotStrategy, GurobiPolicy
+from trex_eval.records import GUROBI_POLICY_ALIASES, FewShotStrategy, GurobiPolicy
 from trex_eval.store import MANIFEST, RunStore
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ def _protocol(value: str) -> str:
 
 
 def _gurobi_policy(value: str) -> GurobiPolicy:
+    value = GUROBI_POLICY_ALIASES.get(value, value)  # compat: the old name of highs
     return cast("GurobiPolicy", _one_of(value, get_args(GurobiPolicy), what="--gurobi policy"))
 
 
@@ -212,8 +213,8 @@ def run(
         str,
         typer.Option(
             "--gurobi",
-            help="gurobipy inside the sandbox: auto (real if licensed, else the "
-            "licence-free layer), real, compat.",
+            help="gurobipy inside the sandbox: auto (real if licensed, else highs), real, or highs "
+            "(the licence-free gurobipy_highs layer; compat is an alias).",
             rich_help_panel=_PANEL_SANDBOX,
         ),
     ] = "auto",
@@ -465,7 +466,10 @@ def audit(
     ] = None,
     gurobi: Annotated[
         str,
-        typer.Option("--gurobi", help="gurobipy in the sandbox: auto, real, or compat (licence-free layer)."),
+        typer.Option(
+            "--gurobi",
+            help="gurobipy in the sandbox: auto, real, or highs (licence-free layer; alias compat).",
+        ),
     ] = "auto",
     workers: Annotated[int, typer.Option("--workers", help="Programs executed at once.")] = 2,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars.")] = False,

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from trex_eval.errors import ConfigError
+from trex_eval.records import GraderKind
 
 GRAMMAR_HINT = "spec grammar: name[@version][:value][,key=value...], e.g. strict:rtol=1e-6 or rel:1e-4"
 
@@ -114,3 +116,25 @@ def rule_spec(name: str, version: str, parameters: str) -> str:
     """Canonical spec of a rule: ``name@version``, then ``:parameters`` when any are not default."""
     head = f"{name}@{version}"
     return f"{head}:{parameters}" if parameters else head
+
+
+@runtime_checkable
+class RuleIdentity(Protocol):
+    """What every rule carries, whatever it judges: its ``kind``, registry ``name``, implemented
+    ``version``, canonical ``spec`` (``name@version[:params]``, what :attr:`Grade.rule` records and
+    what the registry accepts back) and a one-line ``description`` printed beside its numbers."""
+
+    @property
+    def kind(self) -> GraderKind: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def spec(self) -> str: ...

@@ -114,7 +114,7 @@ def probe_isolation(
     """Find the strongest isolation level that works on this machine.
 
     ``hidden`` directories are masked inside bubblewrap (see :func:`launch.bwrap_prefix`);
-    ``needed`` paths (besides the interpreter's) stay readable there (a compat layer elsewhere).
+    ``needed`` paths (besides the interpreter's) stay readable there (the gurobipy_highs layer elsewhere).
 
     Each candidate is checked by running the runtime's probe under it: it must start, and (for
     ``bwrap``/``unshare``) must fail to reach a port the harness listens on at 127.0.0.1.

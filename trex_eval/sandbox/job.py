@@ -24,9 +24,9 @@ class Job(Record):
         expect: ``"solve"``: a program that exits cleanly without any solve gets ``no_solve``;
             ``"model_file"``: likewise without any collected model file; ``"any"``: neither.
         gurobi: which gurobipy ``import gurobipy`` gives: ``"real"`` (the installed one),
-            ``"compat"`` (the licence-free layer) or ``"auto"`` (real when the licence
-            pre-flight passed, else compat; a real run that fails with a size-limit or expired
-            licence is rerun under compat).
+            ``"highs"`` (the licence-free ``gurobipy_highs`` layer) or ``"auto"`` (real when the
+            licence pre-flight passed, else highs; a real run that fails with a size-limit or
+            expired licence is rerun under highs).
         collect: glob patterns (``*``, ``?``, ``**/``) of files the program writes that come back
             as :class:`~trex_eval.records.WrittenFile`.
     """
@@ -34,7 +34,7 @@ class Job(Record):
     code: str
     files: dict[str, str] = Field(default_factory=dict)
     expect: Literal["solve", "model_file", "any"] = "solve"
-    gurobi: Literal["auto", "real", "compat"] = "auto"
+    gurobi: Literal["auto", "real", "highs"] = "auto"
     collect: tuple[str, ...] = ("**/*.lp", "**/*.mps")
 
     @field_validator("files")

@@ -8,6 +8,9 @@ neither ``PYTHONPATH`` nor user site-packages can inject code there.
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.util
 import os
 import stat
 import sys
@@ -16,8 +19,44 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
-COMPAT_ROOT = RUNTIME_DIR / "compat"
-"""Directory put first on ``sys.path`` for gurobi ``"compat"`` jobs (it holds ``gurobipy/``)."""
+
+HIGHS_LAYER = "gurobipy_highs"
+"""The licence-free gurobipy layer: a top-level package of the same wheel, which gurobi ``"highs"``
+jobs get as ``gurobipy``. The harness only locates it (and reads its version as text); the
+sandbox runtime is what imports it."""
+
+
+@functools.cache
+def highs_package() -> Path | None:
+    """Folder of the installed :data:`HIGHS_LAYER` package (the one holding its ``__init__.py``),
+    found on ``sys.path`` without executing it; None if it is not installed."""
+    try:
+        spec = importlib.util.find_spec(HIGHS_LAYER)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.submodule_search_locations:
+        return None
+    return Path(spec.origin).resolve().parent
+
+
+def highs_version(package: Path | None) -> str | None:
+    """The layer's own version, read from ``package/_version.py`` as text (never imported)."""
+    if package is None:
+        return None
+    try:
+        tree = ast.parse((package / "_version.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(target, ast.Name) and target.id == "VERSION" for target in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            return node.value.value
+    return None
+
 
 BOOTSTRAP = """\
 import importlib, importlib.util, sys
@@ -108,7 +147,7 @@ def find_bwrap() -> list[str]:
 
 def interpreter_paths(python: str | None = None) -> list[str]:
     """Directories a sandboxed interpreter must be able to read: prefixes, stdlib, site-packages,
-    the runtime and the compat layer."""
+    the runtime and the gurobipy_highs layer."""
     executable = python or sys.executable
     paths = {
         sys.prefix,
@@ -117,8 +156,10 @@ def interpreter_paths(python: str | None = None) -> list[str]:
         os.path.dirname(os.path.realpath(executable)),
         os.path.dirname(executable),
         str(RUNTIME_DIR),
-        str(COMPAT_ROOT),
     }
+    layer = highs_package()
+    if layer is not None:
+        paths.add(str(layer))
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         value = sysconfig.get_paths().get(key)
         if value:

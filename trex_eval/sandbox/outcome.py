@@ -11,7 +11,7 @@ Status precedence (first match wins):
    -> ``timeout`` (the kernel enforces ``RLIMIT_CPU`` with SIGKILL);
 2. the program did not compile -> ``syntax_error``;
 3. a licence failure was seen (gurobipy errno 10009/10010, COPT licence error) and no solve
-   succeeded -> ``licence_error``; ``import gurobipy`` found no compat layer -> ``needs_gurobi``;
+   succeeded -> ``licence_error``; ``import gurobipy`` found no gurobipy_highs -> ``needs_gurobi``;
 4. an exception escaped the program: ``MemoryError`` -> ``memory_limit``; EFBIG/ENOSPC/EDQUOT
    -> ``output_limit``; raised inside a solver call -> ``solver_error``; else ``runtime_error``
    (an exception after a successful solve still fails the program);
@@ -63,7 +63,7 @@ class ChannelReport:
     solve_errors: list[dict[str, Any]] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     gurobi: str | None = None
-    compat_missing: bool = False
+    highs_missing: bool = False
     notes: list[str] = field(default_factory=list)
     end: dict[str, Any] | None = None
 
@@ -90,8 +90,8 @@ def parse_channel(text: str, nonce: str) -> ChannelReport:
         elif kind == "model_written":
             report.written.append(str(record.get("path")))
         elif kind == "gurobipy":
-            if record.get("compat_missing"):
-                report.compat_missing = True
+            if record.get("highs_missing"):
+                report.highs_missing = True
             elif isinstance(record.get("implementation"), str):
                 report.gurobi = record["implementation"]
         elif kind == "note":
@@ -239,12 +239,12 @@ def _licence_failures(report: ChannelReport, error: dict[str, Any] | None) -> li
 
 # Raised by the licence-free gurobipy layer for models only real Gurobi can solve (non-convex
 # quadratic, quadratic constraints, SOS, general constraints) or APIs it does not implement; the
-# program is then neither right nor wrong (docs/gurobipy-compat.md).
+# program is then neither right nor wrong (docs/gurobipy-highs.md).
 NEEDS_GUROBI_ERRORS = frozenset({"NeedsGurobiError", "CompatNotImplementedError"})
 
 
 def _needs_gurobi(report: ChannelReport, error: dict[str, Any] | None) -> str | None:
-    """The compat layer's message when it refused a model or an API, else None."""
+    """The gurobipy_highs layer's message when it refused a model or an API, else None."""
     found = [
         f"{item.get('error_type')}: {item.get('message')}"
         for item in report.solve_errors
@@ -289,9 +289,9 @@ def _classify(
     refused = _needs_gurobi(report, error)
     if refused and not _solved(solves):
         return _Verdict(ExecStatus.NEEDS_GUROBI, refused, _error_type(error))
-    if report.compat_missing and not _solved(solves):
+    if report.highs_missing and not _solved(solves):
         return _Verdict(
-            ExecStatus.NEEDS_GUROBI, "gurobipy compat layer requested but not installed", _error_type(error)
+            ExecStatus.NEEDS_GUROBI, "gurobipy_highs layer requested but not installed", _error_type(error)
         )
     if error:
         error_type = _error_type(error)

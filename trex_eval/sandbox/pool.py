@@ -98,7 +98,8 @@ class SandboxPool:
         hidden: directories programs must not see (bubblewrap level): the benchmark data with
             its reference answers, run directories.
         extra_env: variables added to the programs' otherwise empty environment.
-        compat_root: directory holding the licence-free ``gurobipy`` package for compat jobs.
+        highs_package: folder of the licence-free gurobipy layer that ``highs`` jobs import as
+            ``gurobipy`` (default: the installed ``gurobipy_highs``, located without importing it).
         start_timeout_s: how long a worker may take to become ready.
 
     The pool does nothing until :meth:`start` (or ``with``): probing isolation, checking licences
@@ -116,7 +117,7 @@ class SandboxPool:
         warmable: tuple[str, ...] = DEFAULT_WARMABLE,
         hidden: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
-        compat_root: Path = launch.COMPAT_ROOT,
+        highs_package: Path | None = None,
         start_timeout_s: float = 180.0,
     ) -> None:
         if workers < 1:
@@ -127,7 +128,7 @@ class SandboxPool:
         self.preload = preload
         self.warmable = warmable
         self.hidden = tuple(os.path.realpath(path) for path in hidden)
-        self.compat_root = compat_root
+        self.highs_package = highs_package if highs_package is not None else launch.highs_package()
         self._requested_isolation = isolation
         self._extra_env = dict(extra_env or {})
         self._environment = launch.sandbox_environment(self._extra_env)
@@ -160,7 +161,7 @@ class SandboxPool:
             prefer=self._requested_isolation,
             disk_mib=self.limits.disk_mib,
             hidden=self.hidden,
-            needed=(str(self.compat_root),),
+            needed=(str(self.highs_package),) if self.highs_package is not None else (),
         )
         self._report = report
         self._root = Path(tempfile.mkdtemp(prefix="trex-sandbox-"))
@@ -258,7 +259,7 @@ class SandboxPool:
             "warmable": list(self.warmable),
             "preload_errors": self._ready.get("preload_errors", {}),
             "verify": self.verify,
-            "versions": {"python": platform.python_version(), **_versions()},
+            "versions": {"python": platform.python_version(), **_versions(self.highs_package)},
         }
 
     # ------------------------------------------------------------------ running
@@ -267,8 +268,8 @@ class SandboxPool:
         """Run ``job`` in a fresh sandboxed process and return what happened (blocking).
 
         Never raises for anything the program does. ``gurobi="auto"`` resolves to ``real`` when
-        the licence pre-flight passed, else ``compat``; a ``real`` run that fails with a gurobipy
-        licence error is rerun under ``compat`` when the compat layer is installed. ``limits``
+        the licence pre-flight passed, else ``highs``; a ``real`` run that fails with a gurobipy
+        licence error is rerun under ``highs`` when the gurobipy_highs layer is installed. ``limits``
         replaces the pool's limits for this job (except ``disk_mib``, fixed when workers start).
 
         Raises:
@@ -277,19 +278,19 @@ class SandboxPool:
         self._require_started()
         gurobi = job.gurobi
         if gurobi == "auto":
-            gurobi = "real" if self.licence.gurobipy_ok else "compat"
+            gurobi = "real" if self.licence.gurobipy_ok else "highs"
         limits = limits or self.limits
         execution = self._execute(job, gurobi, limits)
         if (
             job.gurobi == "auto"
             and gurobi == "real"
             and gurobipy_licence_failure(execution)
-            and self.compat_available
+            and self.highs_available
         ):
             first = execution.detail
-            execution = self._execute(job, "compat", limits)
+            execution = self._execute(job, "highs", limits)
             execution = execution.model_copy(
-                update={"detail": _join(execution.detail, f"rerun under compat after: {first}")}
+                update={"detail": _join(execution.detail, f"rerun under highs after: {first}")}
             )
         return self._verified(execution) if self.verify else execution
 
@@ -300,8 +301,9 @@ class SandboxPool:
         return await loop.run_in_executor(self._executor, functools.partial(self.run, job, limits=limits))
 
     @property
-    def compat_available(self) -> bool:
-        return (self.compat_root / "gurobipy" / "__init__.py").is_file()
+    def highs_available(self) -> bool:
+        """Whether the gurobipy_highs layer is there for ``highs`` jobs."""
+        return self.highs_package is not None and (self.highs_package / "__init__.py").is_file()
 
     # ------------------------------------------------------------------ internals
 
@@ -327,7 +329,7 @@ class SandboxPool:
             job_uid=(200_000 + secrets.randbelow(1 << 30)) if in_bwrap and report.privileged else None,
             parent_pid=os.getpid() if report.level == "rlimits" else None,
             allow_user_namespace=report.level != "rlimits" or not report.privileged,
-            compat_root=str(self.compat_root),
+            highs_package=str(self.highs_package or ""),
             job_env=self._environment,
             warmable=tuple(self.warmable),
         )
@@ -472,11 +474,15 @@ def _join(first: str, second: str) -> str:
     return f"{first}; {second}" if first else second
 
 
-def _versions() -> dict[str, str]:
+def _versions(highs_package: Path | None) -> dict[str, str]:
     found = {}
     for name in _VERSIONED:
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
+    # The layer ships inside the trex-eval distribution: its version is read from its own file.
+    highs = launch.highs_version(highs_package)
+    if highs is not None:
+        found[launch.HIGHS_LAYER] = highs
     return found

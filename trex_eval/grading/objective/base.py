@@ -7,12 +7,11 @@ import math
 from typing import Protocol, runtime_checkable
 
 from trex_eval.errors import GradingError
-from trex_eval.grading.spec import rule_spec
+from trex_eval.grading.spec import RuleIdentity, rule_spec
 from trex_eval.records import (
     ExecStatus,
     Execution,
     Grade,
-    GraderKind,
     ObjectiveReference,
     SolveStatus,
     Verdict,
@@ -37,7 +36,7 @@ FINISHED = frozenset({ExecStatus.OK, ExecStatus.NO_SOLVE})
 
 
 @runtime_checkable
-class ObjectiveRule(Protocol):
+class ObjectiveRule(RuleIdentity, Protocol):
     """A named, versioned way of judging an objective answer.
 
     ``spec`` is the canonical ``name@version[:params]`` text (parameters shown only where they
@@ -47,21 +46,6 @@ class ObjectiveRule(Protocol):
     program; it raises :class:`~trex_eval.errors.GradingError` only for a reference it cannot
     judge against.
     """
-
-    @property
-    def kind(self) -> GraderKind: ...
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def spec(self) -> str: ...
 
     def grade(self, execution: Execution, reference: ObjectiveReference, /) -> Grade: ...
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
-from trex_eval.grading.spec import RuleSpec, rule_spec
+from trex_eval.grading.spec import RuleIdentity, RuleSpec, rule_spec
 from trex_eval.records import Grade, GraderKind, LinearModel
 
 CheckFunction = Callable[[LinearModel, LinearModel], Grade]
@@ -15,28 +15,13 @@ CheckFunction = Callable[[LinearModel, LinearModel], Grade]
 
 
 @runtime_checkable
-class StructureRule(Protocol):
+class StructureRule(RuleIdentity, Protocol):
     """A named, versioned way of judging a generated model against the reference model.
 
     ``spec`` is the canonical ``name@version`` text that :attr:`Grade.rule` records.
     ``grade(reference, generated)`` never raises for a bad model: an unreadable or out-of-scope
     model is a verdict (``wrong``, ``not_determinable``).
     """
-
-    @property
-    def kind(self) -> GraderKind: ...
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def spec(self) -> str: ...
 
     def grade(self, reference: LinearModel, generated: LinearModel, /) -> Grade: ...
 

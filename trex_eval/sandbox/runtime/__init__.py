@@ -15,7 +15,7 @@ Modules:
 ``capture``    the recorder the solver hooks report to, plus helpers for the matrix form.
 ``hooks/``     one small module per solver library: wrap its solve calls, read status,
                objective and matrix.
-``imports``    post-import hooks and the gurobipy ``real``/``compat`` switch.
+``imports``    post-import hooks and the gurobipy ``real``/``highs`` switch.
 ``native``     the few Linux system calls the standard library lacks (unshare, setns, prctl,
                capset), via ctypes.
 ``framing``    length-prefixed JSON messages on file descriptors (worker <-> harness).

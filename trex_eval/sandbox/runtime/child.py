@@ -52,7 +52,7 @@ class JobPlan(NamedTuple):
         nofile: open-file limit.
         nproc_limit: ``RLIMIT_NPROC`` to set, or None where the kernel would not enforce it.
         job_uid: unprivileged uid (and gid) to switch to, or None to keep the worker's.
-        gurobi: ``"real"`` or ``"compat"``; ``compat_root`` holds the compat package.
+        gurobi: ``"real"`` or ``"highs"``; ``highs_package`` is the gurobipy_highs folder.
         worker_pid: the forking worker (the job dies with it).
         warmable: modules whose use the ``end`` record reports (``imported``), so the worker can
             import them for later jobs.
@@ -72,7 +72,7 @@ class JobPlan(NamedTuple):
     nproc_limit: int | None
     job_uid: int | None
     gurobi: str
-    compat_root: str
+    highs_package: str
     worker_pid: int
     warmable: tuple[str, ...] = ()
 
@@ -132,7 +132,7 @@ def run(plan: JobPlan) -> NoReturn:
         os._exit(SETUP_FAILED_EXIT)
     RECORDER.attach(plan.channel)
     plan.channel.emit("start", {})
-    switch = GurobipySwitch(plan.gurobi, plan.compat_root, hooks.GUROBIPY_INSTALLER)
+    switch = GurobipySwitch(plan.gurobi, plan.highs_package, hooks.GUROBIPY_INSTALLER)
     switch.activate()
     main_pid = os.getpid()
     namespace, end = _execute(plan)
@@ -194,13 +194,13 @@ def _execute(plan: JobPlan) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _imported(plan: JobPlan) -> list[str]:
-    """The warmable modules this program imported (the compat gurobipy does not count)."""
-    compat = plan.compat_root + os.sep if plan.compat_root else None
+    """The warmable modules this program imported (gurobipy_highs as ``gurobipy`` does not count)."""
+    layer = plan.highs_package + os.sep if plan.highs_package else None
     found = []
     for name in plan.warmable:
         module = sys.modules.get(name)
         origin = getattr(module, "__file__", None) or ""
-        if module is not None and not (compat and origin.startswith(compat)):
+        if module is not None and not (layer and origin.startswith(layer)):
             found.append(name)
     return found
 

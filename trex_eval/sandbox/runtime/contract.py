@@ -28,7 +28,7 @@ class WorkerConfig(NamedTuple):
             read the interpreter).
         parent_pid: when set, die with that parent (no other mechanism does it at this level).
         allow_user_namespace: may create a user namespace to get per-job PID namespaces.
-        compat_root: directory holding the compat ``gurobipy`` package.
+        highs_package: folder of the gurobipy_highs layer (``highs`` jobs import it as ``gurobipy``).
         job_env: the environment of every program (``HOME``/``TMPDIR``/``PWD`` added per job).
         warmable: modules the worker imports itself once ``warm_after`` of its jobs' programs
             imported them, so that later forks get them already imported (see ``WARM_FIRST``).
@@ -42,7 +42,7 @@ class WorkerConfig(NamedTuple):
     job_uid: int | None = None
     parent_pid: int | None = None
     allow_user_namespace: bool = True
-    compat_root: str = ""
+    highs_package: str = ""
     job_env: dict[str, str] | None = None
     warmable: tuple[str, ...] = ()
     warm_after: int = 2

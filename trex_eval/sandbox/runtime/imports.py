@@ -1,9 +1,10 @@
 """Import-time machinery inside the sandbox.
 
 * :class:`PostImportHooks` installs a solver hook right after its module finishes importing, so
-  libraries the worker did not pre-import are hooked too (cvxpy, pyomo, the compat gurobipy).
+  libraries the worker did not pre-import are hooked too (cvxpy, pyomo, gurobipy_highs).
 * :class:`GurobipySwitch` decides, in the forked job, which gurobipy ``import gurobipy`` yields:
-  the real one (pre-imported by the worker or imported now), or the licence-free compat layer.
+  the real one (pre-imported by the worker or imported now), or the licence-free gurobipy_highs
+  layer, loaded from its folder under the name ``gurobipy``.
   Either way the import itself is observed, so the harness can record which implementation the
   program saw.
 """
@@ -124,6 +125,12 @@ def real_gurobipy_label(module: ModuleType) -> str:
         return "gurobipy"
 
 
+def highs_label(module: ModuleType) -> str:
+    """``"gurobipy_highs <its own version>"`` (the layer's ``GUROBIPY_HIGHS`` marker)."""
+    version = getattr(module, "GUROBIPY_HIGHS", None)
+    return f"gurobipy_highs {version}" if isinstance(version, str) else "gurobipy_highs"
+
+
 class _ReexposeLoader(_Loader):
     """Hands back an already-imported module object (no re-execution)."""
 
@@ -145,14 +152,15 @@ class GurobipySwitch(_RuntimeFinder):
     """Serves ``import gurobipy`` in a job and reports (once) which implementation it gave.
 
     Args:
-        mode: ``"real"`` (the worker's pre-imported gurobipy, or a normal import) or ``"compat"``.
-        compat_root: directory holding the compat ``gurobipy`` package (first on ``sys.path``).
-        hook: installer for the gurobipy hooks (applied to the compat module after import).
+        mode: ``"real"`` (the worker's pre-imported gurobipy, or a normal import) or ``"highs"``.
+        highs_package: folder of the gurobipy_highs package, loaded as ``gurobipy`` in ``highs``
+            mode (its submodules then resolve as ``gurobipy._model`` etc. through ``__path__``).
+        hook: installer for the gurobipy hooks (applied to the layer's module after import).
     """
 
-    def __init__(self, mode: str, compat_root: str, hook: Installer) -> None:
+    def __init__(self, mode: str, highs_package: str, hook: Installer) -> None:
         self.mode = mode
-        self.compat_root = compat_root
+        self.highs_package = highs_package
         self._hook = hook
         self._saved: ModuleType | None = None
         self._reported = False
@@ -167,7 +175,6 @@ class GurobipySwitch(_RuntimeFinder):
         else:
             for name in [name for name in sys.modules if name == "gurobipy" or name.startswith("gurobipy.")]:
                 del sys.modules[name]
-            sys.path.insert(0, self.compat_root)
             importlib.invalidate_caches()
         sys.meta_path.insert(0, self)
 
@@ -197,22 +204,24 @@ class GurobipySwitch(_RuntimeFinder):
             if spec is not None and spec.loader is not None:
                 spec.loader = _HookingLoader(spec.loader, self._after_real_import)
             return spec
-        package = os.path.join(self.compat_root, "gurobipy", "__init__.py")
-        if not os.path.isfile(package):
-            RECORDER.emit("gurobipy", {"implementation": None, "compat_missing": self.compat_root})
+        package = os.path.join(self.highs_package, "__init__.py")
+        if not self.highs_package or not os.path.isfile(package):
+            RECORDER.emit("gurobipy", {"implementation": None, "highs_missing": self.highs_package})
             raise ModuleNotFoundError(
-                f"gurobipy compat layer requested but not installed (no {package})", name="gurobipy"
+                f"gurobipy_highs layer requested but not installed (no {package})", name="gurobipy"
             )
-        spec = importlib.machinery.PathFinder.find_spec("gurobipy", [self.compat_root])
+        spec = importlib.util.spec_from_file_location(
+            "gurobipy", package, submodule_search_locations=[self.highs_package]
+        )
         if spec is None or spec.loader is None:
             return None
-        spec.loader = _HookingLoader(spec.loader, self._after_compat_import)
+        spec.loader = _HookingLoader(spec.loader, self._after_highs_import)
         return spec
 
     def _after_real_import(self, module: ModuleType) -> None:
         install_safely("gurobipy", self._hook, module)
         self._report(real_gurobipy_label(module))
 
-    def _after_compat_import(self, module: ModuleType) -> None:
+    def _after_highs_import(self, module: ModuleType) -> None:
         install_safely("gurobipy", self._hook, module)
-        self._report("compat")
+        self._report(highs_label(module))

@@ -165,8 +165,8 @@ def _enter_job_namespaces(
 def _needed_paths(config: WorkerConfig) -> list[str]:
     paths = [os.path.dirname(os.__file__), os.path.dirname(os.path.abspath(__file__)), sys.executable]
     paths += [path for path in sys.path if path and os.path.isdir(path)]
-    if config.compat_root:
-        paths.append(config.compat_root)
+    if config.highs_package:
+        paths.append(config.highs_package)
     return paths
 
 
@@ -329,7 +329,7 @@ class Server:
                 ),
                 job_uid=self.confinement.job_uid,
                 gurobi=request["gurobi"],
-                compat_root=self.config.compat_root,
+                highs_package=self.config.highs_package,
                 warmable=tuple(self.config.warmable),
                 worker_pid=os.getpid(),
             )

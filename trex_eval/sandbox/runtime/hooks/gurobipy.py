@@ -1,9 +1,9 @@
-"""Hook for gurobipy (the real library and the licence-free compat layer alike).
+"""Hook for gurobipy (the real library and the licence-free gurobipy_highs layer alike).
 
 Wraps ``Model.optimize`` (forces ``Threads=1``, records status, objective and the matrix read
 after the solve) and ``Model.write`` (records the path). ``Model.__init__`` is wrapped only to
 notice licence failures a program might catch and hide. The matrix is read through the public
-API subset the compat layer implements too: ``getVars``, ``getConstrs``, ``getRow``,
+API subset gurobipy_highs implements too: ``getVars``, ``getConstrs``, ``getRow``,
 ``getObjective``, variable/constraint attributes and model counts.
 """
 

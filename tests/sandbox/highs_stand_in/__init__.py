@@ -1,5 +1,6 @@
-"""Test-only stand-in for the licence-free gurobipy layer (never shipped).
+"""Test-only stand-in for the licence-free gurobipy_highs layer (never shipped).
 
+The sandbox loads this folder as ``gurobipy`` for ``highs`` jobs, as it does the real layer's.
 Just enough of the gurobipy API for the sandbox tests to see *which* gurobipy a program got and
 that the hooks capture it: every model "solves" to its objective constant, 42.
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 STAND_IN = True
+GUROBIPY_HIGHS = "stand-in"
+"""The layer's version marker: the sandbox records ``"gurobipy_highs stand-in"``."""
 
 
 class GRB:

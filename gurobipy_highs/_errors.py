@@ -1,4 +1,4 @@
-"""The exceptions of the compat layer and the ``needs_gurobi`` contract.
+"""The exceptions of the layer and the ``needs_gurobi`` contract.
 
 Three kinds of failure, each a different class so that the sandbox can tell them apart:
 
@@ -49,17 +49,17 @@ class NeedsGurobiError(GurobiError):
     def __init__(self, reason: str) -> None:
         super().__init__(
             NEEDS_GUROBI_ERRNO,
-            f"gurobipy-compat cannot solve this model with HiGHS: {reason}; it needs real Gurobi",
+            f"gurobipy_highs cannot solve this model with HiGHS: {reason}; it needs real Gurobi",
         )
         self.reason = reason
         NEEDS_GUROBI_EVENTS.append(self.message)
 
 
 class CompatNotImplementedError(NotImplementedError):
-    """A real gurobipy API that the compat layer does not implement; ``api`` names it."""
+    """A real gurobipy API that the layer does not implement; ``api`` names it."""
 
     def __init__(self, api: str, detail: str = "") -> None:
-        message = f"gurobipy-compat does not implement {api}"
+        message = f"gurobipy_highs does not implement {api}"
         if detail:
             message += f" ({detail})"
         super().__init__(message)

@@ -1,8 +1,11 @@
-"""gurobipy-compat: the gurobipy 13 API on HiGHS, for running Gurobi programs without a licence.
+"""gurobipy_highs: the gurobipy 13 API on HiGHS, for running Gurobi programs without a licence.
 
-Inside the sandbox this package is imported *as* ``gurobipy`` (its parent folder comes first on
-``sys.path``). It imports only the standard library at import time; ``numpy`` and ``highspy``
-load on the first ``optimize()``. Nothing here imports ``trex_eval``.
+A package of its own (its own version, :data:`GUROBIPY_HIGHS`; its own docs,
+``docs/gurobipy-highs.md``), shipped in the trex-eval wheel beside ``trex_eval``. It imports
+nothing from the harness, and the harness never imports it: inside the sandbox, when the gurobi
+policy is ``highs``, the runtime loads this folder *as* ``gurobipy`` (found by path). It imports
+only the standard library at import time; ``numpy`` and ``highspy`` load on the first
+``optimize()``.
 
 Supported: ``Model`` (``addVar(s)`` with multi-dimensional, list and dict arguments,
 ``addConstr(s)`` including generator, range, indicator and ``var == max_(...)`` forms,
@@ -16,7 +19,7 @@ Solved by HiGHS: LP, MILP and convex continuous QP. Models that only real Gurobi
 (quadratic constraints, non-convex or mixed-integer quadratic objectives, SOS, general
 constraints) make ``optimize()`` raise :class:`NeedsGurobiError`; real gurobipy APIs that are not
 emulated raise :class:`CompatNotImplementedError` naming the API. See
-``docs/gurobipy-compat.md`` for the full contract.
+``docs/gurobipy-highs.md`` for the full contract.
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ from ._grb import GRB
 from ._model import Model
 from ._objects import SOS, Constr, GenConstr, QConstr
 from ._tuples import multidict, tupledict, tuplelist
+from ._version import VERSION as GUROBIPY_HIGHS
 
-#: Marks this package as the compat layer (real gurobipy has no such name); its value is the
-#: layer's own version. The sandbox records ``"compat"`` as the gurobipy flavour when present.
-TREX_COMPAT = "1.0"
+# GUROBIPY_HIGHS marks this package as the layer (real gurobipy has no such name); its value is the
+# layer's own version. The sandbox records ``"gurobipy_highs <version>"`` as the gurobipy a
+# program saw.
 
 #: The gurobipy API level this layer reproduces.
 __version__ = ".".join(str(part) for part in API_VERSION)
@@ -70,10 +74,10 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "GRB",
+    "GUROBIPY_HIGHS",
     "NEEDS_GUROBI_ERRNO",
     "NEEDS_GUROBI_EVENTS",
     "SOS",
-    "TREX_COMPAT",
     "CompatNotImplementedError",
     "Constr",
     "Env",
