@@ -242,3 +242,17 @@ class TestTerminal:
                 assert any(
                     line.split()[:2] == [label, percent(bench.pass_at_1) + _marks(bench)] for line in block
                 ), (label, block)
+
+    def test_a_glob_over_results_skips_what_is_not_a_run(self, reference_dir: Path, tmp_path: Path) -> None:
+        """`trex-eval leaderboard results/*` in a clone also passes the shipped CSVs."""
+        (tmp_path / "published.csv").write_text("model,benchmark\n")
+        (tmp_path / "notes").mkdir()
+        done = trex_eval(
+            "leaderboard", str(reference_dir), str(tmp_path / "published.csv"), str(tmp_path / "notes"),
+            "--out", str(tmp_path / "b.csv"), columns=200,
+        )  # fmt: skip
+        assert f"skipping {tmp_path / 'published.csv'}: not a run directory (a file)" in done.stderr
+        assert f"skipping {tmp_path / 'notes'}: not a run directory (no manifest.json)" in done.stderr
+        assert (tmp_path / "b.csv").is_file()
+        refused = trex_eval("compare", str(tmp_path / "published.csv"), columns=200, expect=2)
+        assert "none of the given paths is a run directory" in refused.stderr

@@ -17,8 +17,36 @@ if TYPE_CHECKING:
     from trex_eval.report.published import PublishedScore
 
 RunDirs = Annotated[
-    list[Path], typer.Argument(help="Run directories (results/<run-id>).", show_default=False)
+    list[Path],
+    typer.Argument(
+        help="Run directories (results/<run-id>); other paths a glob brings along (files, folders "
+        "without a manifest.json) are skipped with a note.",
+        show_default=False,
+    ),
 ]
+
+
+def _run_dirs(paths: list[Path]) -> list[Path]:
+    """The run directories among ``paths`` (a shell glob such as ``results/*`` also brings the
+    shipped CSVs and earlier reports), each skipped path named on stderr.
+
+    Raises:
+        ConfigError: none of ``paths`` is a run directory.
+    """
+    from trex_eval.errors import ConfigError
+    from trex_eval.store import MANIFEST
+
+    runs = [path for path in paths if (path / MANIFEST).is_file()]
+    for path in paths:
+        if path not in runs:
+            what = "a file" if path.is_file() else "no such path" if not path.exists() else f"no {MANIFEST}"
+            err.print(f"note: skipping {path}: not a run directory ({what})", markup=False, highlight=False)
+    if not runs:
+        raise ConfigError(
+            "none of the given paths is a run directory",
+            hint="pass the directories `trex-eval run` wrote (results/<run-id>, or its --out)",
+        )
+    return runs
 
 
 def register(app: typer.Typer) -> None:
@@ -67,6 +95,7 @@ def leaderboard(
         write_leaderboard_csv,
     )
 
+    runs = _run_dirs(runs)
     board = leaderboard_from_dirs(runs)
     csv_out.parent.mkdir(parents=True, exist_ok=True)
     write_leaderboard_csv(board, csv_out)
@@ -158,7 +187,7 @@ def compare(
         write_comparison_csv,
     )
 
-    loaded = load_runs(runs)
+    loaded = load_runs(_run_dirs(runs))
     index = select_baseline(loaded, baseline) if baseline is not None else 0
     result = compare_runs(loaded, baseline=index)
     echo_text(render_comparison_markdown(result))
@@ -185,7 +214,7 @@ def report(
     breakdown and a per-problem drill-down (prompt, completion, program, output, verdict, rule)."""
     from trex_eval.report import load_runs, select_baseline, write_html_report
 
-    loaded = load_runs(runs)
+    loaded = load_runs(_run_dirs(runs))
     index = select_baseline(loaded, baseline) if baseline is not None else 0
     html.parent.mkdir(parents=True, exist_ok=True)
     write_html_report(html, loaded, baseline=index, published=_published(published))
