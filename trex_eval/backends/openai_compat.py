@@ -26,7 +26,7 @@ Retry contract (per sample):
 * after ``max_retries`` retries (``max_retries + 1`` attempts) the sample gets a Completion with
   ``error`` set; :meth:`~OpenAICompatBackend.generate` never raises for one failed sample.
 
-Options (``BackendSpec.options``; defaults in :class:`ClientOptions`):
+Options (``BackendSpec.options``; defaults in :class:`~trex_eval.backends.openai_options.ClientOptions`):
 
 ``base_url``
     Root of the API, as the OpenAI client takes it (``http://127.0.0.1:8000/v1``). A URL with no
@@ -35,7 +35,7 @@ Options (``BackendSpec.options``; defaults in :class:`ClientOptions`):
     Name of the environment variable that holds the API key. The key is read at ``start()``,
     sent as ``Authorization: Bearer``, never written anywhere, and scrubbed from error texts.
 ``concurrency``, ``timeout_s``, ``max_retries``, ``backoff_base_s``, ``backoff_max_s``, ``retry_after_max_s``
-    See :class:`ClientOptions`.
+    See :class:`~trex_eval.backends.openai_options.ClientOptions`.
 ``extra_body``
     A JSON object merged into every request body, e.g.
     ``{"chat_template_kwargs": {"enable_thinking": true}}``. It may not override the fields this
@@ -45,219 +45,53 @@ Options (``BackendSpec.options``; defaults in :class:`ClientOptions`):
 ``verify_model``
     At start, when the server lists its models (``GET /models``), require the configured model
     among them (default true); switch off for endpoints that accept unlisted aliases.
+
+Layout: this module holds :class:`OpenAICompatBackend` (lifecycle, request bodies, the 401 latch)
+and :func:`create`; the options and URL handling are in :mod:`~trex_eval.backends.openai_options`,
+the retry decisions in :mod:`~trex_eval.backends.openai_retry`, one HTTP attempt in
+:mod:`~trex_eval.backends.openai_http` and response parsing in
+:mod:`~trex_eval.backends.openai_responses`. The public names of those modules that callers used
+from here are re-exported.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import json
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trex_eval._version import __version__
 from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
+from trex_eval.backends.openai_http import excerpt, redact, send, status_failure
+from trex_eval.backends.openai_options import (
+    CLIENT_OPTION_KEYS,
+    ClientOptions,
+    api_root,
+    endpoint,
+    parse_options,
+)
+from trex_eval.backends.openai_responses import Reply, model_ids, read_chat_response
+from trex_eval.backends.openai_retry import Failure, RetryPolicy, parse_retry_after, with_retries
 from trex_eval.config import getenv
 from trex_eval.errors import BackendError, ConfigError
-from trex_eval.records import Completion, Usage
+from trex_eval.records import Completion
 
-_T = TypeVar("_T")
+__all__ = [
+    "CLIENT_OPTION_KEYS",
+    "ClientOptions",
+    "OpenAICompatBackend",
+    "RetryPolicy",
+    "api_root",
+    "create",
+    "parse_options",
+    "parse_retry_after",
+]
 
-# Request fields this module owns; ``extra_body`` may add fields but not replace these.
-_RESERVED_BODY_KEYS = frozenset(
-    {"model", "messages", "temperature", "top_p", "max_tokens", "seed", "stop", "n"}
-)
-_RETRYABLE_STATUSES = frozenset({408, 409, 429})
-_ERROR_EXCERPT_CHARS = 300
 _PROBE_TIMEOUT_S = 30.0
-
-
-class ClientOptions(BaseModel):
-    """Validated options of the OpenAI-compatible client (see the module docstring).
-
-    Attributes:
-        base_url: API root; required unless the constructor is given one.
-        api_key_env: environment variable holding the API key; ``None``: send no key.
-        concurrency: most HTTP requests in flight at once (default 16).
-        timeout_s: wall-clock limit of one attempt in seconds, connection to last byte
-            (default 600). An attempt past it is abandoned and counts as a retryable failure.
-        max_retries: retries after the first attempt (default 6, so at most 7 attempts).
-        backoff_base_s: first backoff ceiling in seconds (default 0.5), doubled per retry.
-        backoff_max_s: largest backoff ceiling in seconds (default 30).
-        retry_after_max_s: longest server-requested wait honoured, in seconds (default 300);
-            a longer ``Retry-After`` is cut to this.
-        extra_body: JSON object merged into every request body (given as JSON text).
-        send_seed: whether to send the per-sample seed.
-        verify_model: whether to check the model against the server's ``/models`` list at start.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    base_url: str | None = None
-    api_key_env: str | None = None
-    concurrency: int = Field(default=16, ge=1, le=4096)
-    timeout_s: float = Field(default=600.0, gt=0)
-    max_retries: int = Field(default=6, ge=0, le=100)
-    backoff_base_s: float = Field(default=0.5, ge=0)
-    backoff_max_s: float = Field(default=30.0, ge=0)
-    retry_after_max_s: float = Field(default=300.0, ge=0)
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    send_seed: bool = True
-    verify_model: bool = True
-
-    @field_validator("extra_body", mode="before")
-    @classmethod
-    def _parse_extra_body(cls, value: object) -> object:
-        if value is None:
-            return {}
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"not valid JSON ({exc.msg} at char {exc.pos})") from None
-        if not isinstance(value, dict):
-            raise ValueError(
-                'must be a JSON object, e.g. {"chat_template_kwargs": {"enable_thinking": true}}'
-            )
-        clashes = sorted(_RESERVED_BODY_KEYS.intersection(value))
-        if clashes:
-            raise ValueError(f"may not set {', '.join(clashes)}: use the preset's sampling settings instead")
-        return value
-
-    @model_validator(mode="after")
-    def _check_backoff(self) -> ClientOptions:
-        if self.backoff_max_s < self.backoff_base_s:
-            raise ValueError("backoff_max_s must be at least backoff_base_s")
-        return self
-
-    def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(
-            max_retries=self.max_retries,
-            backoff_base_s=self.backoff_base_s,
-            backoff_max_s=self.backoff_max_s,
-            retry_after_max_s=self.retry_after_max_s,
-        )
-
-
-CLIENT_OPTION_KEYS: frozenset[str] = frozenset(ClientOptions.model_fields)
-"""Option names the client reads; a backend delegating to it should accept these in its spec."""
-
-
-def parse_options(spec: BackendSpec, *, strict: bool) -> ClientOptions:
-    """Validate the client options in ``spec.options``.
-
-    With ``strict`` an option the client does not know is an error (the ``openai`` backend);
-    without, such keys are left to the backend that owns the spec (``vllm``, ``local``).
-
-    Raises:
-        ConfigError: an unknown (strict) or invalid option, naming the preset and the option.
-    """
-    known = {key: value for key, value in spec.options.items() if key in CLIENT_OPTION_KEYS}
-    unknown = sorted(set(spec.options) - CLIENT_OPTION_KEYS)
-    if strict and unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(unknown)} for backend '{spec.backend}'",
-            where=f"model preset '{spec.name}'",
-            hint=f"known options: {', '.join(sorted(CLIENT_OPTION_KEYS))}",
-        )
-    try:
-        return ClientOptions.model_validate(known)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid option: {problems}", where=f"model preset '{spec.name}'") from None
-
-
-def parse_retry_after(value: str | None, *, now: float) -> float | None:
-    """Seconds to wait according to a ``Retry-After`` header value, or ``None`` if unusable.
-
-    Accepts delay-seconds (``"5"``, also fractional ``"0.5"``) and an HTTP-date
-    (``"Wed, 21 Oct 2026 07:28:00 GMT"``), the latter relative to ``now`` (POSIX seconds).
-    A date in the past gives 0; a negative, non-finite or unparseable value gives ``None``.
-    """
-    if value is None:
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:  # an HTTP-date is always GMT; a zone-less parse means "-0000"
-            return None
-        return max(0.0, when.timestamp() - now)
-    if not 0.0 <= seconds < float("inf"):
-        return None
-    return seconds
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """When and how long to wait between attempts of one request (see the module docstring)."""
-
-    max_retries: int = 6
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
-    retry_after_max_s: float = 300.0
-
-    def delay_s(self, retry: int, *, retry_after_s: float | None, rng: random.Random) -> float:
-        """Seconds to sleep before retry number ``retry`` (1-based)."""
-        if retry_after_s is not None:
-            return min(retry_after_s, self.retry_after_max_s)
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** (retry - 1))
-        return rng.uniform(0.0, ceiling)
-
-
-@dataclass(frozen=True)
-class _Failure:
-    """One failed attempt: why, whether another attempt may succeed, the server's requested wait,
-    and the HTTP status when the server answered at all."""
-
-    reason: str
-    retryable: bool
-    retry_after_s: float | None = None
-    status: int | None = None
-
-
-@dataclass(frozen=True)
-class _Reply:
-    """The parts of a chat completion response that a Completion records."""
-
-    text: str
-    reasoning: str | None
-    finish_reason: str | None
-    usage: Usage
-    model: str | None
-
-
-def api_root(base_url: str) -> httpx.URL:
-    """The API root URL: ``base_url`` without a trailing slash, ``/v1`` when it has no path.
-
-    Raises:
-        ConfigError: not an absolute http(s) URL.
-    """
-    try:
-        url = httpx.URL(base_url)
-    except httpx.InvalidURL as exc:
-        raise ConfigError(f"invalid base_url '{base_url}': {exc}") from None
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigError(
-            f"invalid base_url '{base_url}': expected an absolute http:// or https:// URL",
-            hint="e.g. http://127.0.0.1:8000/v1",
-        )
-    path = url.path.rstrip("/")
-    return url.copy_with(path=path or "/v1")
-
-
-def _endpoint(root: httpx.URL, leaf: str) -> httpx.URL:
-    return root.copy_with(path=f"{root.path}/{leaf}")
 
 
 class OpenAICompatBackend:
@@ -385,23 +219,23 @@ class OpenAICompatBackend:
         """
         client, slots = self._require_started()
         body = self._request_body(request)
-        url = _endpoint(self._root, "chat/completions")
+        url = endpoint(self._root, "chat/completions")
         timeout_s = self._options.timeout_s
         latencies: list[float] = []
 
-        async def attempt() -> _Reply | _Failure:
+        async def attempt() -> Reply | Failure:
             self._raise_if_unauthorised()
             async with slots:
                 started = time.perf_counter()
                 exchanged = await self._exchange(client, "POST", url, body=body, timeout_s=timeout_s)
                 latencies.append(time.perf_counter() - started)
-            if isinstance(exchanged, _Failure):
+            if isinstance(exchanged, Failure):
                 return exchanged
-            return self._read_chat_response(exchanged)
+            return read_chat_response(exchanged, secret=self._api_key)
 
-        outcome, attempts = await self._with_retries(attempt)
+        outcome, attempts = await with_retries(attempt, self._policy, self._rng)
         seed = self._seed(request)
-        if isinstance(outcome, _Failure):
+        if isinstance(outcome, Failure):
             return Completion(
                 problem_id=request.problem.id,
                 sample_index=request.sample_index,
@@ -475,24 +309,6 @@ class OpenAICompatBackend:
         body.update(self._options.extra_body)
         return body
 
-    async def _with_retries(
-        self, attempt: Callable[[], Awaitable[_T | _Failure]]
-    ) -> tuple[_T | _Failure, int]:
-        """Run ``attempt`` until it succeeds, fails for good, or the budget is spent."""
-        number = 1
-        while True:
-            outcome = await attempt()
-            if (
-                not isinstance(outcome, _Failure)
-                or not outcome.retryable
-                or number > self._policy.max_retries
-            ):
-                return outcome, number
-            await asyncio.sleep(
-                self._policy.delay_s(number, retry_after_s=outcome.retry_after_s, rng=self._rng)
-            )
-            number += 1
-
     async def _exchange(
         self,
         client: httpx.AsyncClient,
@@ -501,21 +317,16 @@ class OpenAICompatBackend:
         *,
         body: Mapping[str, Any] | None,
         timeout_s: float,
-    ) -> httpx.Response | _Failure:
+    ) -> httpx.Response | Failure:
         """One HTTP attempt: the response (any status, body read), or a transport failure.
 
         A 401 is latched and raised as BackendError: no later request can succeed either.
         """
-        try:
-            response = await asyncio.wait_for(client.request(method, url, json=body), timeout=timeout_s)
-        except (asyncio.TimeoutError, httpx.TimeoutException):
-            return _Failure(f"no response within {timeout_s:g} s", retryable=True)
-        except httpx.TransportError as exc:
-            return _Failure(f"connection error: {type(exc).__name__}: {exc}", retryable=True)
-        except httpx.DecodingError as exc:
-            return _Failure(f"undecodable response body: {exc}", retryable=True)
-        if response.status_code == 401:
-            self._auth_failure = f"the endpoint rejected the API key (HTTP 401: {self._excerpt(response)})"
+        response = await send(client, method, url, body=body, timeout_s=timeout_s)
+        if isinstance(response, httpx.Response) and response.status_code == 401:
+            self._auth_failure = (
+                f"the endpoint rejected the API key (HTTP 401: {excerpt(response, secret=self._api_key)})"
+            )
             self._raise_if_unauthorised()
         return response
 
@@ -533,69 +344,22 @@ class OpenAICompatBackend:
             self._auth_failure, where=f"model preset '{self.name}', {self._public_endpoint}", hint=hint
         )
 
-    def _read_chat_response(self, response: httpx.Response) -> _Reply | _Failure:
-        status = response.status_code
-        if not 200 <= status < 300:
-            return self._status_failure(response)
-        try:
-            payload = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return _Failure(
-                f"malformed response: body is not JSON: {self._excerpt(response)}", retryable=True
-            )
-        return _parse_chat_payload(payload)
-
-    def _status_failure(self, response: httpx.Response) -> _Failure:
-        status = response.status_code
-        retryable = _is_retryable_status(status)
-        retry_after = (
-            parse_retry_after(response.headers.get("Retry-After"), now=time.time()) if retryable else None
-        )
-        return _Failure(
-            f"HTTP {status}{'' if retryable else ', not retried'}: {self._excerpt(response)}",
-            retryable=retryable,
-            retry_after_s=retry_after,
-            status=status,
-        )
-
-    def _excerpt(self, response: httpx.Response) -> str:
-        """A short, key-free description of an error body (its ``error.message`` if JSON)."""
-        try:
-            text = response.text
-        except UnicodeDecodeError:
-            return f"<{len(response.content)} undecodable bytes>"
-        try:
-            payload = json.loads(text)
-        except json.JSONDecodeError:
-            payload = None
-        if isinstance(payload, dict):
-            error = payload.get("error")
-            message = error.get("message") if isinstance(error, dict) else error
-            if isinstance(message, str) and message:
-                text = message
-        text = " ".join(text.split())
-        if len(text) > _ERROR_EXCERPT_CHARS:
-            text = text[:_ERROR_EXCERPT_CHARS] + "..."
-        return self._redact(text or "<empty body>")
-
     def _redact(self, text: str) -> str:
-        # A misconfigured proxy may echo request headers into an error body; the key must not
-        # reach a Completion, the run directory or a log.
-        return text.replace(self._api_key, "<redacted>") if self._api_key else text
+        return redact(text, self._api_key)
 
     async def _probe_models(self) -> tuple[str, ...] | None:
         client, _ = self._require_started()
-        url = _endpoint(self._root, "models")
+        url = endpoint(self._root, "models")
         timeout_s = min(self._options.timeout_s, _PROBE_TIMEOUT_S)
 
-        async def attempt() -> httpx.Response | _Failure:
+        async def attempt() -> httpx.Response | Failure:
             outcome = await self._exchange(client, "GET", url, body=None, timeout_s=timeout_s)
             if isinstance(outcome, httpx.Response) and not outcome.is_success:
-                return self._status_failure(outcome)
+                return status_failure(outcome, secret=self._api_key)
             return outcome
 
-        outcome, attempts = await self._with_retries(attempt)
-        if isinstance(outcome, _Failure):
+        outcome, attempts = await with_retries(attempt, self._policy, self._rng)
+        if isinstance(outcome, Failure):
             if outcome.status is not None:
                 return None  # the server answers but lists no models: generation may still work
             raise BackendError(
@@ -603,7 +367,7 @@ class OpenAICompatBackend:
                 where=f"model preset '{self.name}', {self._public_endpoint}",
                 hint="check base_url and that the server is running",
             )
-        served = _model_ids(outcome)
+        served = model_ids(outcome)
         if served is not None and self._options.verify_model and self._model not in served:
             listed = ", ".join(served[:20]) or "none"
             raise BackendError(
@@ -613,64 +377,6 @@ class OpenAICompatBackend:
                 "if the endpoint accepts names it does not list",
             )
         return served
-
-
-def _is_retryable_status(status: int) -> bool:
-    return status in _RETRYABLE_STATUSES or status >= 500
-
-
-def _model_ids(response: httpx.Response) -> tuple[str, ...] | None:
-    """Model ids from a ``/models`` response, or ``None`` if it is not the expected shape."""
-    try:
-        payload = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    entries = payload.get("data") if isinstance(payload, dict) else None
-    if not isinstance(entries, list):
-        return None
-    return tuple(e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str))
-
-
-def _parse_chat_payload(payload: object) -> _Reply | _Failure:
-    """The reply inside a chat completion body; a malformed body is a retryable failure."""
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    if not isinstance(payload, dict) or not isinstance(choices, list) or not choices:
-        error = payload.get("error") if isinstance(payload, dict) else None
-        detail = f"error {json.dumps(error)[:_ERROR_EXCERPT_CHARS]}" if error else "no choices"
-        return _Failure(f"malformed response: {detail}", retryable=True)
-    first = choices[0]
-    message = first.get("message") if isinstance(first, dict) else None
-    if not isinstance(first, dict) or not isinstance(message, dict):
-        return _Failure("malformed response: choices[0] has no message", retryable=True)
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        return _Failure("malformed response: message.content is not a string", retryable=True)
-    # vLLM's reasoning parsers and DeepSeek use ``reasoning_content``; newer vLLM uses ``reasoning``.
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    finish_reason = first.get("finish_reason")
-    model = payload.get("model")
-    return _Reply(
-        text=content or "",
-        reasoning=reasoning if isinstance(reasoning, str) else None,
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        usage=_usage(payload.get("usage")),
-        model=model if isinstance(model, str) and model else None,
-    )
-
-
-def _usage(raw: object) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-
-    def count(key: str) -> int | None:
-        value = raw.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-    return Usage(
-        prompt_tokens=count("prompt_tokens"),
-        completion_tokens=count("completion_tokens"),
-        total_tokens=count("total_tokens"),
-    )
 
 
 def create(spec: BackendSpec) -> Backend:
