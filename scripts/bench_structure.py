@@ -17,14 +17,19 @@ on the machine does not inflate them; wall seconds are printed too.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+# The perturbation and LP-writing helpers are test support, not part of the package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+
+from lp_writer import write_lp
 from structure_perturb import perturb
 
-from trex_eval.grading.lp import parse_lp, write_lp
+from trex_eval.grading.lp import parse_lp
 from trex_eval.grading.structure.fixed import check_fixed
 from trex_eval.protocols.trex_compat.structure import check_trex_compat
 from trex_eval.records import Grade, LinearModel
