@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from trex_eval.sandbox import Job
 from trex_eval.sandbox.launch import mask_arguments, sandbox_environment
 from trex_eval.sandbox.runtime import framing
-from trex_eval.sandbox.runtime.server import _glob_regex
+from trex_eval.sandbox.runtime.workdir import glob_regex
 
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "../up.json", "a/../../up", "", "program.py", "a\\b"])
@@ -38,7 +38,7 @@ def test_job_accepts_sub_folders() -> None:
     ],
 )
 def test_collection_globs(pattern: str, path: str, matches: bool) -> None:
-    assert bool(_glob_regex(pattern).match(path)) is matches
+    assert bool(glob_regex(pattern).match(path)) is matches
 
 
 def test_frames_round_trip_through_a_pipe() -> None:

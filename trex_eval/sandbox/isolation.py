@@ -3,14 +3,17 @@
 Levels, strongest first:
 
 ``bwrap``
-    Workers run inside bubblewrap: no network, read-only root, private ``/tmp`` and ``/dev/shm``
-    (size-capped), home directories hidden, private PID namespace, killed with the harness.
+    Workers run inside bubblewrap: no network, a default-deny view of the machine (an empty
+    read-only root holding only the allow-list of :func:`launch.view_arguments`: system libraries
+    and tools, the interpreter, the solver libraries' site-packages entries, the runtime and the
+    gurobipy_highs layer), private ``/tmp`` and ``/dev/shm`` (size-capped), minimal ``/dev``,
+    private PID namespace, killed with the harness.
 ``unshare``
     Workers run under ``unshare``: no network, private PID and mount namespaces, but the host
-    file system stays visible (and writable where the uid may write).
+    file system stays visible (and writable where the uid may write), host unix sockets included.
 ``rlimits``
-    Plain processes with resource limits only: **the network is reachable**. Chosen only when
-    nothing stronger works (or explicitly), and always reported.
+    Plain processes with resource limits only: **the network is reachable**, and the whole host
+    file system. Chosen only when nothing stronger works (or explicitly), and always reported.
 
 At every level each job is its own process with a scrubbed environment and the limits of
 :class:`~trex_eval.sandbox.SandboxLimits`; see :mod:`trex_eval.sandbox.runtime.server` for the
@@ -33,6 +36,26 @@ from . import launch
 Level = Literal["bwrap", "unshare", "rlimits"]
 _PROBE_TIMEOUT_S = 60.0
 
+_BWRAP_VIEW = (
+    "allow-list only, read-only: system libraries and tools (/usr/bin, /usr/sbin, /usr/lib*, "
+    "and /bin, /sbin, /lib* links), the loader's and user files of /etc (ld.so.*, localtime, "
+    "passwd, group, nsswitch.conf, alternatives), the interpreter (executable, pyvenv.cfg, "
+    "standard library, libpython), the solver libraries' site-packages entries and their "
+    "dependencies', the sandbox runtime and the gurobipy_highs layer (see `exposed`); writable: "
+    "private /tmp (holding the job's directory) and /dev/shm; minimal /dev; /proc of a private "
+    "PID namespace; no host unix socket, no network"
+)
+_UNSHARE_VIEW = (
+    "the whole host file system, as the jobs' uid may read (and write) it: data directories, "
+    "the checkout, results, home directories and host unix sockets included; no network "
+    "(private network namespace), private PID and mount namespaces"
+)
+_RLIMITS_VIEW = (
+    "the whole host file system, as the jobs' uid may read (and write) it: data directories, "
+    "the checkout, results, home directories and host unix sockets included; the NETWORK is "
+    "reachable; resource limits only"
+)
+
 
 class IsolationReport(Record):
     """The isolation level in force and the evidence for it (goes into the run manifest).
@@ -46,6 +69,11 @@ class IsolationReport(Record):
         root_read_only: the root file system was read-only in the probe.
         supports_tmpfs_size: the bwrap binary can cap the size of the private ``/tmp``.
         notes: why stronger levels were not used.
+        host_view: what of the host's file system programs see at this level, in words.
+        exposed: the host paths bound read-only into the jobs' view (``bwrap`` only; at the
+            other levels everything the uid can read is visible).
+        readable_hidden: directories the harness asked to hide (data directory, benchmark
+            folders, run directories) that programs can read at this level.
     """
 
     level: Level
@@ -56,11 +84,30 @@ class IsolationReport(Record):
     root_read_only: bool
     supports_tmpfs_size: bool = False
     notes: tuple[str, ...] = ()
+    host_view: str = ""
+    exposed: tuple[str, ...] = ()
+    readable_hidden: tuple[str, ...] = ()
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the console must say about this level (programs can read the answers)."""
+        if not self.readable_hidden:
+            return ()
+        return (
+            f"WARNING: sandbox isolation {self.level} lets programs read the host file system, "
+            f"including {', '.join(self.readable_hidden)}: scores of this run are not tamper-proof",
+        )
 
     def summary(self) -> str:
         """One line for logs and the console."""
         network = "no network" if self.network_blocked else "NETWORK REACHABLE"
-        files = "read-only root" if self.root_read_only else "host file system"
+        files = (
+            "allow-listed read-only view"
+            if self.level == "bwrap"
+            else "read-only host file system"
+            if self.root_read_only
+            else "host file system"
+        )
         return f"sandbox isolation: {self.level} ({network}, {files})"
 
 
@@ -113,8 +160,11 @@ def probe_isolation(
 ) -> IsolationReport:
     """Find the strongest isolation level that works on this machine.
 
-    ``hidden`` directories are masked inside bubblewrap (see :func:`launch.bwrap_prefix`);
-    ``needed`` paths (besides the interpreter's) stay readable there (the gurobipy_highs layer elsewhere).
+    Inside bubblewrap programs see only the allow-list of :func:`launch.view_arguments` plus
+    the ``needed`` paths (the gurobipy_highs layer elsewhere); ``hidden`` directories (absent
+    there anyway, or masked where they lie in an allowed tree) are recorded as
+    ``readable_hidden`` at the weaker levels when the harness's uid (the jobs' uid there) can
+    read them.
 
     Each candidate is checked by running the runtime's probe under it: it must start, and (for
     ``bwrap``/``unshare``) must fail to reach a port the harness listens on at 127.0.0.1.
@@ -124,12 +174,8 @@ def probe_isolation(
         SandboxError: ``prefer`` names a level that does not work here.
     """
     privileged = os.geteuid() == 0
-    readable = sorted(
-        {
-            *launch.interpreter_paths(python),
-            *(os.path.realpath(path) for path in needed if os.path.exists(path)),
-        }
-    )
+    readable = sorted({os.path.realpath(path) for path in needed if os.path.exists(path)})
+    visible_hidden = tuple(path for path in hidden if os.access(path, os.R_OK))
     notes: list[str] = []
     if prefer in ("auto", "bwrap"):
         candidates = launch.find_bwrap()
@@ -144,6 +190,7 @@ def probe_isolation(
                 needed=readable,
                 supports_size=sized,
                 hidden=[path for path in hidden if os.path.isdir(path)],
+                python=python,
             )
             found, problem = _run_probe(prefix, python)
             if found and found.get("network_blocked") and found.get("root_read_only"):
@@ -156,6 +203,8 @@ def probe_isolation(
                     root_read_only=True,
                     supports_tmpfs_size=sized,
                     notes=tuple(notes),
+                    host_view=_BWRAP_VIEW,
+                    exposed=tuple(launch.view_arguments(readable, python=python, hidden=hidden)[1]),
                 )
             notes.append(
                 f"bwrap {bwrap}: {problem or 'probe found network or a writable root: ' + str(found)}"
@@ -174,6 +223,8 @@ def probe_isolation(
                     network_blocked=True,
                     root_read_only=bool(found.get("root_read_only")),
                     notes=tuple(notes),
+                    host_view=_UNSHARE_VIEW,
+                    readable_hidden=visible_hidden,
                 )
             notes.append(f"unshare: {problem or 'probe found the network reachable'}")
     if prefer in ("bwrap", "unshare"):
@@ -196,4 +247,6 @@ def probe_isolation(
         network_blocked=bool(found.get("network_blocked")),
         root_read_only=bool(found.get("root_read_only")),
         notes=tuple(notes),
+        host_view=_RLIMITS_VIEW,
+        readable_hidden=visible_hidden,
     )

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.metadata
 import importlib.util
 import os
-import stat
+import re
 import sys
 import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
@@ -145,30 +146,151 @@ def find_bwrap() -> list[str]:
     return found
 
 
+SOLVER_DISTRIBUTIONS = (
+    "gurobipy",
+    "coptpy",
+    "pulp",
+    "ortools",
+    "highspy",
+    "pyomo",
+    "PySCIPOpt",
+    "scipy",
+    "cvxpy",
+    "numpy",
+)
+"""Distributions of the solver libraries the runtime hooks: with their dependencies (from their
+metadata), the only site-packages entries programs see under bubblewrap."""
+
+SYSTEM_TREES = tuple(
+    f"{usr}/{tree}" for usr in ("", "/usr") for tree in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+)
+"""System trees bound read-only at the bubblewrap level: shared libraries, tools (``/bin/sh``).
+Not the rest of ``/usr`` (``/usr/local``, ``/usr/share``, ``/usr/src``)."""
+
+SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/alternatives",
+)
+"""The only files of ``/etc`` programs see at the bubblewrap level (dynamic loader, time zone,
+user names, the alternatives links of ``/usr/bin``)."""
+
+EMPTY_DIRS = ("/home", "/root", "/var/tmp")
+"""Created empty (programs that list them find nothing, instead of failing)."""
+
+PRIVATE_DIRS = ("/tmp", "/dev/shm")
+"""Directories the sandbox replaces by its own empty tmpfs (writable scratch for the programs)."""
+
+
+def _distribution_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirements(distribution: importlib.metadata.Distribution) -> list[str]:
+    """Names of the distributions ``distribution`` requires, without optional extras."""
+    names = []
+    for text in distribution.requires or ():
+        try:
+            from packaging.requirements import InvalidRequirement, Requirement
+        except ImportError:  # pragma: no cover - packaging ships with every pip
+            found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", text)
+            if found and "extra" not in text.partition(";")[2]:
+                names.append(found.group(1))
+            continue
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+            names.append(requirement.name)
+    return names
+
+
+@functools.cache
+def solver_closure(roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> frozenset[str]:
+    """Normalised names of the installed ``roots`` and of every distribution they need."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if _distribution_key(name) in seen:
+            continue
+        try:
+            distribution = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        seen.add(_distribution_key(name))
+        todo.extend(_requirements(distribution))
+    return frozenset(seen)
+
+
+def _owned_entries(files: list[tuple[tuple[str, ...], bool]], depth: int = 0) -> list[tuple[str, ...]]:
+    """The shortest path prefixes whose files all belong to allowed distributions; ``files`` are
+    (path parts, allowed) pairs sharing their first ``depth`` parts."""
+    groups: dict[str, list[tuple[tuple[str, ...], bool]]] = {}
+    for parts, allowed in files:
+        if len(parts) > depth:
+            groups.setdefault(parts[depth], []).append((parts, allowed))
+    kept: list[tuple[str, ...]] = []
+    for group in groups.values():
+        if not any(allowed for _, allowed in group):
+            continue
+        if all(allowed for _, allowed in group) or all(len(parts) == depth + 1 for parts, _ in group):
+            kept.append(group[0][0][: depth + 1])
+        else:
+            kept.extend(_owned_entries(group, depth + 1))
+    return kept
+
+
+@functools.cache
+def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> tuple[str, ...]:
+    """Paths under the site-packages folder ``site`` that the solver distributions and their
+    dependencies installed (from their ``RECORD``): top-level packages, modules, ``.libs`` and
+    ``.dist-info`` folders; a folder shared with other distributions (a namespace package such as
+    ``google``) contributes only the allowed distributions' own entries."""
+    allowed = solver_closure(roots)
+    files: list[tuple[tuple[str, ...], bool]] = []
+    for distribution in importlib.metadata.distributions(path=[site]):
+        name = distribution.metadata["Name"] or ""
+        mine = _distribution_key(name) in allowed
+        for file in distribution.files or ():
+            parts = Path(file).parts
+            if parts and ".." not in parts and not Path(file).is_absolute():
+                files.append((parts, mine))
+    found = {os.path.join(site, *parts) for parts in _owned_entries(files)}
+    return tuple(sorted(path for path in found if os.path.lexists(path)))
+
+
+def _site_directories() -> list[str]:
+    paths = sysconfig.get_paths()
+    return sorted({os.path.abspath(paths[key]) for key in ("purelib", "platlib") if paths.get(key)})
+
+
 def interpreter_paths(python: str | None = None) -> list[str]:
-    """Directories a sandboxed interpreter must be able to read: prefixes, stdlib, site-packages,
-    the runtime and the gurobipy_highs layer."""
-    executable = python or sys.executable
-    paths = {
-        sys.prefix,
-        sys.base_prefix,
-        sys.exec_prefix,
-        os.path.dirname(os.path.realpath(executable)),
-        os.path.dirname(executable),
-        str(RUNTIME_DIR),
-    }
+    """What a sandboxed ``python -I`` needs, besides its site-packages: the executable (and the
+    links leading to it), ``pyvenv.cfg``, the standard library, ``libpython``, the runtime and
+    the gurobipy_highs layer."""
+    executable = os.path.abspath(python or sys.executable)
+    paths = {executable, os.path.realpath(executable), str(RUNTIME_DIR)}
+    for prefix in {sys.prefix, sys.exec_prefix}:
+        if os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+            paths.add(os.path.join(prefix, "pyvenv.cfg"))
+    bases = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix, "installed_base": sys.base_prefix}
+    for key in ("stdlib", "platstdlib"):
+        paths.add(sysconfig.get_path(key, vars={**bases, "installed_platbase": sys.base_exec_prefix}))
+    library_dir = sysconfig.get_config_var("LIBDIR")
+    for name in (sysconfig.get_config_var("INSTSONAME"), sysconfig.get_config_var("LDLIBRARY")):
+        if library_dir and name and os.path.exists(os.path.join(library_dir, name)):
+            paths.add(os.path.join(library_dir, name))
     layer = highs_package()
     if layer is not None:
         paths.add(str(layer))
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        value = sysconfig.get_paths().get(key)
-        if value:
-            paths.add(value)
-    return sorted(os.path.realpath(path) for path in paths if os.path.exists(path))
-
-
-def _depth(path: str) -> int:
-    return path.rstrip("/").count("/")
+    return sorted(os.path.abspath(path) for path in paths if os.path.lexists(path))
 
 
 def _ancestors(path: str) -> list[str]:
@@ -176,53 +298,110 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
-PRIVATE_DIRS = ("/tmp",)
-"""Directories the sandbox replaces by its own empty tmpfs (writable scratch for the programs)."""
+class _View:
+    """bwrap arguments that build a file system holding only what is exposed to it."""
 
+    def __init__(self, private: Sequence[str]) -> None:
+        self.arguments: list[str] = []
+        self.exposed: list[str] = []
+        # path -> True: a read-only bind of the host's tree; False: a tmpfs/dir of the sandbox.
+        self.mounts: dict[str, bool] = {"/": False, **dict.fromkeys(private, False)}
+        self.made: set[str] = {"/", "/dev", "/proc", *private}
 
-def bound_back(needed: Iterable[str], *, masked: Iterable[str]) -> list[str]:
-    """The ``needed`` paths lying under a ``masked`` directory, outermost first, without paths
-    nested in another one: exactly what must be bound back read-only."""
-    roots = [path.rstrip("/") for path in masked]
-    under = sorted(
-        {path for path in needed if any(path.startswith(root + "/") for root in roots)}, key=_depth
-    )
-    kept: list[str] = []
-    for path in under:
-        if not any(path == outer or path.startswith(outer + "/") for outer in kept):
-            kept.append(path)
-    return kept
+    def _bound(self, path: str) -> bool:
+        """Whether ``path`` already lies in a host tree bound read-only."""
+        for candidate in (path, *reversed(_ancestors(path))):
+            if candidate in self.mounts:
+                return self.mounts[candidate]
+        return False
 
-
-def mask_arguments(
-    needed: Iterable[str], *, hide: Sequence[str] = ("/root", "/home"), private: Sequence[str] = PRIVATE_DIRS
-) -> list[str]:
-    """bwrap arguments that hide ``hide`` and every directory other users cannot traverse, while
-    keeping the ``needed`` paths reachable: an empty tmpfs over each hidden directory, then each
-    needed path (not its neighbours: a home directory holding a virtualenv stays hidden) bound
-    back read-only, also where it lies under a ``private`` directory the sandbox replaced."""
-    needed = list(needed)
-    masks = {path for path in hide if os.path.isdir(path)}
-    for path in needed:
+    def _parents(self, path: str) -> None:
         for ancestor in _ancestors(path):
-            try:
-                if not os.stat(ancestor).st_mode & stat.S_IXOTH:
-                    masks.add(ancestor)
-            except OSError:
-                continue
-    arguments: list[str] = []
-    for mask in sorted(masks, key=_depth):
-        arguments += ["--perms", "0755", "--tmpfs", mask]
-    covered = [*masks, *private]
-    made: set[str] = set(covered)
-    for path in bound_back(needed, masked=covered):
-        # bwrap would create the missing parents 0700, unreadable for the jobs' own uid.
-        for ancestor in _ancestors(path):
-            if ancestor not in made and any(ancestor.startswith(root + "/") for root in covered):
-                made.add(ancestor)
-                arguments += ["--perms", "0755", "--dir", ancestor]
-        arguments += ["--ro-bind", path, path]
-    return arguments
+            if ancestor not in self.made and not self._bound(ancestor):
+                # Without --perms bwrap would create them 0700, unreadable for the jobs' own uid.
+                self.arguments += ["--perms", "0755", "--dir", ancestor]
+                self.made.add(ancestor)
+
+    def directory(self, path: str) -> None:
+        """An empty directory of the sandbox at ``path`` (a tmpfs where ``path`` is in a bound tree)."""
+        if path in self.made:
+            return
+        self._parents(path)
+        self.arguments += ["--perms", "0755", "--tmpfs" if self._bound(path) else "--dir", path]
+        self.mounts[path] = False
+        self.made.add(path)
+
+    def _resolve(self, path: str) -> str:
+        """Create in the view each symbolic link met on the way to ``path``; its real path."""
+        current = "/"
+        for part in Path(os.path.abspath(path)).parts[1:]:
+            candidate = os.path.join(current, part)
+            for _ in range(40):
+                if not os.path.islink(candidate):
+                    break
+                if candidate not in self.made and not self._bound(candidate):
+                    self._parents(candidate)
+                    self.arguments += ["--symlink", os.readlink(candidate), candidate]
+                    self.made.add(candidate)
+                target = os.path.normpath(os.path.join(os.path.dirname(candidate), os.readlink(candidate)))
+                candidate = os.path.join(self._resolve(os.path.dirname(target)), os.path.basename(target))
+            current = candidate
+        return current
+
+    def expose(self, path: str) -> None:
+        """Make ``path`` read-only visible at the same place, symbolic links on the way included."""
+        if not os.path.lexists(path):
+            return
+        real = self._resolve(path)
+        if self._bound(real) or not os.path.exists(real):
+            return
+        self._parents(real)
+        self.arguments += ["--ro-bind", real, real]
+        self.mounts[real] = True
+        self.made.add(real)
+        self.exposed.append(real)
+
+    def hide(self, path: str) -> None:
+        """An empty tmpfs over ``path`` where it lies in a bound tree."""
+        if os.path.isdir(path) and self._bound(path):
+            self.arguments += ["--perms", "0755", "--tmpfs", path]
+            self.mounts[path] = False
+            self.made.add(path)
+
+
+def view_arguments(
+    needed: Iterable[str] = (),
+    *,
+    python: str | None = None,
+    hidden: Sequence[str] = (),
+    private: Sequence[str] = PRIVATE_DIRS,
+    roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS,
+) -> tuple[list[str], list[str]]:
+    """The bwrap arguments of a job's default-deny view of the machine, and the host paths it
+    binds (read-only): :data:`SYSTEM_TREES`, :data:`SYSTEM_FILES`, the interpreter
+    (:func:`interpreter_paths`), the solver distributions' site-packages entries
+    (:func:`solver_entries`) and the ``needed`` paths. Site-packages folders and the base
+    interpreter's own site-packages are empty but for those entries; ``hidden`` directories that
+    lie in a bound tree are masked. Everything else of the host is absent."""
+    view = _View(private)
+    wanted = {*SYSTEM_TREES, *SYSTEM_FILES, *interpreter_paths(python), *needed}
+    for path in sorted(wanted, key=lambda path: (path.count("/"), path)):
+        view.expose(path)
+    # The base interpreter's site-packages (inside its bound standard library): not on sys.path
+    # of a virtualenv's `python -I`, and it may hold anything.
+    for base in {sys.base_prefix, sys.base_exec_prefix}:
+        for key in ("purelib", "platlib"):
+            view.hide(sysconfig.get_path(key, vars={"base": base, "platbase": base}))
+    for site in _site_directories():
+        if os.path.isdir(site):
+            view.directory(os.path.realpath(site))
+            for entry in solver_entries(site, roots):
+                view.expose(entry)
+    for path in hidden:
+        view.hide(os.path.realpath(path))
+    for path in EMPTY_DIRS:
+        view.directory(path)
+    return view.arguments, view.exposed
 
 
 def bwrap_prefix(
@@ -233,14 +412,15 @@ def bwrap_prefix(
     needed: Iterable[str],
     supports_size: bool,
     hidden: Sequence[str] = (),
+    python: str | None = None,
 ) -> list[str]:
     """The bubblewrap command line a worker runs under.
 
-    No network (fresh network namespace), read-only root, a private ``/tmp`` of ``disk_mib`` MiB
-    and private ``/dev/shm``, home directories hidden, a private PID namespace, killed with its
-    parent. ``hidden`` directories (the benchmark data with its reference answers, run
-    directories with other samples' grades) are masked too. As root no user namespace is
-    created, so the worker may run each job under an unprivileged uid of its own.
+    No network (fresh network namespace), a default-deny file system (:func:`view_arguments`:
+    an empty read-only root with only the allowed host paths bound read-only), a private ``/tmp``
+    of ``disk_mib`` MiB and private ``/dev/shm``, a minimal ``/dev``, ``/proc`` of a private PID
+    namespace, killed with its parent. As root no user namespace is created, so the worker may
+    run each job under an unprivileged uid of its own.
     """
     namespaces = (
         ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -251,14 +431,12 @@ def bwrap_prefix(
     def sized(mib: int) -> list[str]:
         return ["--perms", "1777", "--size", str(mib << 20)] if supports_size else ["--perms", "1777"]
 
+    view, _ = view_arguments(needed, python=python, hidden=hidden)
     return [
         bwrap,
         *namespaces,
         "--die-with-parent",
         "--new-session",
-        "--ro-bind",
-        "/",
-        "/",
         "--proc",
         "/proc",
         "--dev",
@@ -269,7 +447,9 @@ def bwrap_prefix(
         *sized(64),
         "--tmpfs",
         "/dev/shm",
-        *mask_arguments(needed, hide=("/root", "/home", *hidden)),
+        *view,
+        "--remount-ro",
+        "/",
         "--chdir",
         "/tmp",
         "--",

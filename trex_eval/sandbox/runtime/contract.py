@@ -31,7 +31,7 @@ class WorkerConfig(NamedTuple):
         highs_package: folder of the gurobipy_highs layer (``highs`` jobs import it as ``gurobipy``).
         job_env: the environment of every program (``HOME``/``TMPDIR``/``PWD`` added per job).
         warmable: modules the worker imports itself once ``warm_after`` of its jobs' programs
-            imported them, so that later forks get them already imported (see ``WARM_FIRST``).
+            imported them, so that later forks get them already imported (see ``hooks.WARM_FIRST``).
         warm_after: number of jobs importing a module before the worker warms it.
     """
 
@@ -58,8 +58,3 @@ class WorkerConfig(NamedTuple):
             if isinstance(value, list):
                 fields[key] = tuple(value)
         return cls(**fields)
-
-
-WARM_FIRST: dict[str, tuple[str, ...]] = {"pulp": ("ortools.linear_solver.pywraplp",)}
-"""Modules a worker imports before warming the key: with PuLP (and the solver libraries it loads)
-imported before OR-Tools' native library, OR-Tools MathOpt solves crash with SIGSEGV."""

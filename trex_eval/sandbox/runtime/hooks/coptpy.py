@@ -14,6 +14,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "coptpy"
+ORDER = 20
+WARM = ("coptpy",)
+WARM_ORDER = 40
+DISTRIBUTION = ("coptpy",)
 LIBRARY = "coptpy"
 COPT_INFINITY = 1e30
 

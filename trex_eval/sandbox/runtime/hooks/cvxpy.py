@@ -16,6 +16,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "cvxpy"
+ORDER = 110
+WARM = ("cvxpy",)
+WARM_ORDER = 100
+DISTRIBUTION = ("cvxpy",)
 LIBRARY = "cvxpy"
 
 _STATUS = {

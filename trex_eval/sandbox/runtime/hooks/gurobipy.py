@@ -17,6 +17,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "gurobipy"
+ORDER = 10
+WARM = ("gurobipy",)
+WARM_ORDER = 30
+DISTRIBUTION = ("gurobipy",)
 LIBRARY = "gurobipy"
 LICENCE_ERRNOS = (10009, 10010)
 """GurobiError codes for "no/expired licence" and "model too large for the size-limited licence"."""

@@ -15,6 +15,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "highspy"
+ORDER = 90
+WARM = ("highspy",)
+WARM_ORDER = 60
+DISTRIBUTION = ("highspy",)
 LIBRARY = "highspy"
 
 _STATUS = {

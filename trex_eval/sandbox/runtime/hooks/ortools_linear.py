@@ -15,6 +15,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "ortools.linear_solver.pywraplp"
+ORDER = 40
+WARM = ("ortools.linear_solver.pywraplp",)
+WARM_ORDER = 10
+DISTRIBUTION = ("ortools",)
 LIBRARY = "ortools.linear_solver"
 
 _STATUS = {

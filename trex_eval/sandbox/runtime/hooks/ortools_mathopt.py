@@ -14,6 +14,9 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "ortools.math_opt.python.mathopt"
+ORDER = 60
+WARM = ()
+DISTRIBUTION = ("ortools",)
 LIBRARY = "ortools.math_opt"
 
 _REASON = {

@@ -18,6 +18,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "ortools.sat.python.cp_model"
+ORDER = 50
+WARM = ("ortools.sat.python.cp_model",)
+WARM_ORDER = 20
+DISTRIBUTION = ("ortools",)
 LIBRARY = "ortools.sat"
 _INT64_MAX = 2**63 - 1
 

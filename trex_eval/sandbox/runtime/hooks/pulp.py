@@ -13,6 +13,13 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "pulp"
+ORDER = 30
+WARM = ("pulp",)
+WARM_ORDER = 50
+WARM_FIRST = ("ortools.linear_solver.pywraplp",)
+"""Imported before PuLP is warmed: with PuLP (and the solver libraries it loads) imported before
+OR-Tools' native library, OR-Tools MathOpt solves crash with SIGSEGV."""
+DISTRIBUTION = ("pulp",)
 LIBRARY = "pulp"
 
 _STATUS = {1: c.OPTIMAL, 0: c.NOT_SOLVED, -1: c.INFEASIBLE, -2: c.UNBOUNDED, -3: c.UNKNOWN}

@@ -17,6 +17,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "pyomo.opt.base.solvers"
+ORDER = 70
+WARM = ("pyomo.environ",)
+WARM_ORDER = 80
+DISTRIBUTION = ("pyomo",)
 LIBRARY = "pyomo"
 
 _STATUS = {

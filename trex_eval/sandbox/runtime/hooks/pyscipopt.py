@@ -15,6 +15,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "pyscipopt"
+ORDER = 80
+WARM = ("pyscipopt",)
+WARM_ORDER = 70
+DISTRIBUTION = ("PySCIPOpt",)
 LIBRARY = "pyscipopt"
 
 _STATUS = {

@@ -14,6 +14,10 @@ from typing import Any
 from .. import capture as c
 
 MODULE = "scipy.optimize"
+ORDER = 100
+WARM = ("scipy.optimize",)
+WARM_ORDER = 90
+DISTRIBUTION = ("scipy",)
 LINPROG = "scipy.linprog"
 MILP = "scipy.milp"
 

@@ -1,0 +1,172 @@
+"""Worker start-up: what the worker can do to confine each job, found out once before it serves.
+
+It moves the protocol off fds 0/1, makes per-job PID namespaces possible (creating a user
+namespace of its own if needed), checks that the configured job uid can read the interpreter,
+and calibrates ``RLIMIT_NPROC`` against the processes the kernel already charges to that uid.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import sys
+
+from . import native
+from .contract import WorkerConfig
+
+
+class Confinement:
+    """What the worker found it can do for each job (reported in the ``ready`` message)."""
+
+    def __init__(self) -> None:
+        self.pid_namespace_fd: int | None = None
+        self.job_uid: int | None = None
+        self.nproc_base: int | None = None
+        self.notes: list[str] = []
+
+
+def take_protocol_descriptors() -> tuple[int, int]:
+    """Move the protocol off fds 0/1 so stray library output cannot corrupt it."""
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    os.set_inheritable(proto_in, False)
+    os.set_inheritable(proto_out, False)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return proto_in, proto_out
+
+
+def _try_pid_namespace_switch() -> int | None:
+    """An fd of this process's PID namespace if it may give each child a fresh one, else None."""
+    fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        native.unshare(native.CLONE_NEWPID)
+        native.setns(fd, native.CLONE_NEWPID)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def enter_job_namespaces(
+    config: WorkerConfig, confinement: Confinement, proto_in: int, proto_out: int
+) -> None:
+    """Make per-job PID namespaces possible, creating a user namespace of our own if needed.
+
+    Without privilege over its PID namespace the worker unshares a user and a PID namespace and
+    continues in a child (the first process of the new PID namespace); the original process only
+    waits for it and exits with its status.
+    """
+    confinement.pid_namespace_fd = _try_pid_namespace_switch()
+    if confinement.pid_namespace_fd is not None or not config.allow_user_namespace:
+        if confinement.pid_namespace_fd is None:
+            confinement.notes.append("no PID namespace per job: descendants are swept instead")
+        return
+    uid, gid = os.geteuid(), os.getegid()
+    try:
+        native.unshare(native.CLONE_NEWUSER | native.CLONE_NEWPID)
+        native.write_id_maps(uid, gid)
+    except OSError as error:
+        confinement.notes.append(f"no PID namespace per job ({error}): descendants are swept instead")
+        return
+    pid = os.fork()
+    if pid:
+        os.close(proto_in)
+        os.close(proto_out)
+        _, status = os.waitpid(pid, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    native.prctl(native.PR_SET_PDEATHSIG, signal.SIGKILL)
+    confinement.pid_namespace_fd = _try_pid_namespace_switch()
+    if confinement.pid_namespace_fd is None:
+        confinement.notes.append("no PID namespace per job even in an own user namespace")
+
+
+def _needed_paths(config: WorkerConfig) -> list[str]:
+    paths = [os.path.dirname(os.__file__), os.path.dirname(os.path.abspath(__file__)), sys.executable]
+    paths += [path for path in sys.path if path and os.path.isdir(path)]
+    if config.highs_package:
+        paths.append(config.highs_package)
+    return paths
+
+
+def check_job_uid(config: WorkerConfig, confinement: Confinement) -> None:
+    """Adopt ``config.job_uid`` only if that uid can read the interpreter and the libraries."""
+    if config.job_uid is None:
+        return
+    if os.geteuid() != 0:
+        confinement.notes.append("job uid ignored: the worker is not root")
+        return
+    uid = config.job_uid
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            blocked = [path for path in _needed_paths(config) if not os.access(path, os.R_OK)]
+            os.write(writer, "\n".join(blocked).encode())
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    os.close(writer)
+    blocked_text = _read_all(reader)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        confinement.notes.append(f"job uid {uid} unusable: cannot switch to it")
+    elif blocked_text:
+        confinement.notes.append(f"job uid {uid} unusable: cannot read {blocked_text.splitlines()[0]}")
+    else:
+        confinement.job_uid = uid
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def calibrate_process_limit(confinement: Confinement) -> None:
+    """Find how many processes the kernel already charges to the jobs' uid (in this user
+    namespace) besides a job, by forking under ever larger ``RLIMIT_NPROC``; None if the limit
+    is not enforced at all (root in the initial user namespace)."""
+    uid = confinement.job_uid
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        try:
+            if uid is not None:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+            hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+            for limit in range(1, 65):
+                if hard != resource.RLIM_INFINITY and limit > hard:
+                    break
+                resource.setrlimit(resource.RLIMIT_NPROC, (limit, hard))
+                try:
+                    grandchild = os.fork()
+                except BlockingIOError:
+                    continue
+                if grandchild == 0:
+                    os._exit(0)
+                os.waitpid(grandchild, 0)
+                os.write(writer, str(limit).encode())
+                break
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    os.close(writer)
+    answer = _read_all(reader)
+    os.waitpid(pid, 0)
+    limit = int(answer) if answer.isdigit() else 0
+    if limit >= 2:
+        confinement.nproc_base = limit - 2
+    else:
+        confinement.notes.append("RLIMIT_NPROC not enforced: the process count is polled instead")
