@@ -12,119 +12,23 @@ into every run manifest; readers refuse a newer major version.
 from __future__ import annotations
 
 import math
-from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
-SCHEMA_VERSION = "1.0"
+from trex_eval.vocabulary import GUROBI_POLICY_ALIASES as GUROBI_POLICY_ALIASES
 
-
-class Record(BaseModel):
-    """Base of every record: immutable, strict about field names, +/-inf survive JSON."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
-
-
-# --------------------------------------------------------------------------- vocabularies
-
-ProtocolName = str
-"""A registered protocol name (:data:`trex_eval.protocols.PROTOCOLS`): ``default``, ``trex-compat``, ..."""
-
-GurobiPolicy = Literal["auto", "real", "highs"]
-"""Which gurobipy a program gets in the sandbox (see ``trex_eval.sandbox.Job.gurobi``); ``highs``
-is the licence-free ``gurobipy_highs`` layer."""
-
-GUROBI_POLICY_ALIASES: dict[str, GurobiPolicy] = {"compat": "highs"}
-"""Older names of a :data:`GurobiPolicy`, still accepted from users and stored manifests
-(``compat`` was the layer's policy name before it became the ``gurobipy_highs`` package)."""
-
-
-def canonical_gurobi_policy(value: object) -> object:
-    """``value`` with an old policy name (:data:`GUROBI_POLICY_ALIASES`) replaced by its current one."""
-    return GUROBI_POLICY_ALIASES.get(value, value) if isinstance(value, str) else value
-
-
-FewShotStrategy = Literal["random", "similar"]
-"""How few-shot examples are chosen (see ``trex_eval.prompting.fewshot``)."""
-
-
-# --------------------------------------------------------------------------- enums
-
-
-class GraderKind(str, Enum):
-    """How a benchmark is graded: compare an objective value, or compare model structure."""
-
-    OBJECTIVE = "objective"
-    STRUCTURE = "structure"
-
-
-class SolveStatus(str, Enum):
-    """Solver outcome normalised across libraries (gurobipy, pulp, OR-Tools, HiGHS, ...)."""
-
-    OPTIMAL = "optimal"
-    INFEASIBLE = "infeasible"
-    UNBOUNDED = "unbounded"
-    INF_OR_UNBD = "inf_or_unbd"
-    TIME_LIMIT = "time_limit"
-    SUBOPTIMAL = "suboptimal"
-    FEASIBLE = "feasible"
-    INTERRUPTED = "interrupted"
-    NUMERIC = "numeric"
-    NOT_SOLVED = "not_solved"
-    ERROR = "error"
-    UNKNOWN = "unknown"
-
-
-class ExecStatus(str, Enum):
-    """Outcome of running one extracted program in the sandbox.
-
-    Every value except ``OK`` is a failure of the *model's program* (data, not an exception);
-    ``LICENCE_ERROR`` and ``NEEDS_GUROBI`` are failures of the environment and are never
-    counted as a wrong answer by the graders' reports.
-    """
-
-    OK = "ok"
-    NO_CODE = "no_code"
-    SYNTAX_ERROR = "syntax_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIMEOUT = "timeout"
-    MEMORY_LIMIT = "memory_limit"
-    OUTPUT_LIMIT = "output_limit"
-    KILLED = "killed"
-    LICENCE_ERROR = "licence_error"
-    NEEDS_GUROBI = "needs_gurobi"
-    NO_SOLVE = "no_solve"
-    SOLVER_ERROR = "solver_error"
-    NOT_RUN = "not_run"
-
-
-class Verdict(str, Enum):
-    """Final judgement of one sample. Non-``correct`` verdicts other than ``wrong`` and
-    ``not_determinable`` name the stage that failed (API, extraction or execution)."""
-
-    CORRECT = "correct"
-    WRONG = "wrong"
-    NOT_DETERMINABLE = "not_determinable"
-    API_ERROR = "api_error"
-    NO_CODE = "no_code"
-    SYNTAX_ERROR = "syntax_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIMEOUT = "timeout"
-    MEMORY_LIMIT = "memory_limit"
-    OUTPUT_LIMIT = "output_limit"
-    KILLED = "killed"
-    LICENCE_ERROR = "licence_error"
-    NEEDS_GUROBI = "needs_gurobi"
-    NO_SOLVE = "no_solve"
-    SOLVER_ERROR = "solver_error"
-    NOT_RUN = "not_run"
-
-    @property
-    def is_environment_failure(self) -> bool:
-        """True for verdicts caused by the evaluation environment rather than the model."""
-        return self in (Verdict.LICENCE_ERROR, Verdict.NEEDS_GUROBI, Verdict.NOT_RUN)
-
+# Re-exported: callers import the shared vocabulary from here.
+from trex_eval.vocabulary import SCHEMA_VERSION as SCHEMA_VERSION
+from trex_eval.vocabulary import ExecStatus as ExecStatus
+from trex_eval.vocabulary import FewShotStrategy as FewShotStrategy
+from trex_eval.vocabulary import GraderKind as GraderKind
+from trex_eval.vocabulary import GurobiPolicy as GurobiPolicy
+from trex_eval.vocabulary import ProtocolName as ProtocolName
+from trex_eval.vocabulary import Record as Record
+from trex_eval.vocabulary import SolveStatus as SolveStatus
+from trex_eval.vocabulary import Verdict as Verdict
+from trex_eval.vocabulary import canonical_gurobi_policy as canonical_gurobi_policy
 
 # --------------------------------------------------------------------------- problems
 
@@ -265,6 +169,10 @@ class SandboxLimits(Record):
         disk_mib: size of the private ``/tmp`` (working directory included) under bubblewrap
             (default 512; other isolation levels have no disk quota). On breach writes fail with
             ENOSPC: ``output_limit``.
+        record_mib: largest stored record of one run (default 16): collected model files beyond
+            their share are dropped (the last one written is kept), solves beyond the first and
+            last few are dropped, and matrices too large for the budget are left out (their solve
+            is "skipped: matrix too large"); each cut is noted in ``Execution.detail``.
     """
 
     wall_s: float = Field(default=60.0, gt=0)
@@ -275,6 +183,7 @@ class SandboxLimits(Record):
     output_bytes: int = Field(default=1_000_000, ge=1)
     tail_chars: int = Field(default=4000, ge=0)
     disk_mib: int = Field(default=512, ge=16)
+    record_mib: int = Field(default=16, ge=1)
 
 
 class Usage(Record):
