@@ -1,4 +1,4 @@
-"""Small pure pieces: job validation, collection globs, framing, bubblewrap masks."""
+"""Small pure pieces: job validation, collection globs, framing, the bubblewrap view."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from trex_eval.sandbox import Job
-from trex_eval.sandbox.launch import mask_arguments, sandbox_environment
+from trex_eval.sandbox.launch import _ancestors, _owned_entries, _View, sandbox_environment
 from trex_eval.sandbox.runtime import framing
 from trex_eval.sandbox.runtime.workdir import glob_regex
 
@@ -55,44 +55,48 @@ def test_frames_round_trip_through_a_pipe() -> None:
     assert received == message
 
 
-def test_masks_hide_homes_and_rebind_what_the_interpreter_needs() -> None:
-    # Not tmp_path: pytest's base directory is itself private (0700) and would be masked too.
+def test_the_view_binds_what_is_exposed_and_creates_its_parents_traversable() -> None:
+    # Not tmp_path: pytest's base directory is private (0700), which the view must not copy.
     root = tempfile.mkdtemp()
     try:
-        os.chmod(root, 0o755)
-        home = os.path.join(root, "home")
-        private = os.path.join(home, "alice")
-        venv = os.path.join(private, "venv")
-        os.makedirs(os.path.join(venv, "lib"))
-        os.chmod(private, 0o700)
-
-        arguments = mask_arguments([os.path.join(venv, "lib")], hide=(home,), private=())
+        venv = os.path.join(root, "home", "alice", "venv")
+        os.makedirs(os.path.join(venv, "bin"))
+        os.chmod(os.path.join(root, "home", "alice"), 0o700)
+        real = os.path.join(venv, "bin", "python3.11")
+        open(real, "w").close()
+        os.symlink("python3.11", os.path.join(venv, "bin", "python"))
+        view = _View(private=("/tmp",))
+        view.expose(os.path.join(venv, "bin", "python"))
+        view.hide(os.path.join(root, "home"))  # not in a bound tree: nothing to mask
     finally:
         shutil.rmtree(root)
 
-    lib = os.path.join(venv, "lib")
-    assert arguments == [
-        *("--perms", "0755", "--tmpfs", home),
-        *("--perms", "0755", "--tmpfs", private),
-        *("--perms", "0755", "--dir", venv),
-        *("--ro-bind", lib, lib),
+    parents = [path for path in _ancestors(real) if path == root or path.startswith(root + "/")]
+    link = os.path.join(venv, "bin", "python")
+    assert view.arguments == [
+        *(word for path in parents for word in ("--perms", "0755", "--dir", path)),
+        *("--symlink", "python3.11", link),
+        *("--ro-bind", real, real),
     ]
+    assert view.exposed == [real]
 
 
-def test_only_the_needed_paths_come_back_under_a_private_tmp() -> None:
-    needed = [
-        "/tmp/ci/p/.venv",
-        "/tmp/ci/p/.venv/lib/python3.11/site-packages",
-        "/tmp/ci/p/trex_eval/runtime",
-        "/usr/lib",
+def test_a_folder_shared_with_other_distributions_exposes_only_the_allowed_entries() -> None:
+    files = [
+        (("numpy", "__init__.py"), True),
+        (("numpy-2.0.dist-info", "RECORD"), True),
+        (("google", "protobuf", "__init__.py"), True),
+        (("google", "genai", "__init__.py"), False),
+        (("trex_eval.pth",), False),
+        (("__pycache__", "typing_extensions.cpython-311.pyc"), True),
+        (("__pycache__", "other.cpython-311.pyc"), False),
     ]
-    arguments = mask_arguments(needed, hide=())
-    assert arguments == [
-        *("--perms", "0755", "--dir", "/tmp/ci"),
-        *("--perms", "0755", "--dir", "/tmp/ci/p"),
-        *("--ro-bind", "/tmp/ci/p/.venv", "/tmp/ci/p/.venv"),
-        *("--perms", "0755", "--dir", "/tmp/ci/p/trex_eval"),
-        *("--ro-bind", "/tmp/ci/p/trex_eval/runtime", "/tmp/ci/p/trex_eval/runtime"),
+
+    assert sorted(_owned_entries(files)) == [
+        ("__pycache__", "typing_extensions.cpython-311.pyc"),
+        ("google", "protobuf"),
+        ("numpy",),
+        ("numpy-2.0.dist-info",),
     ]
 
 

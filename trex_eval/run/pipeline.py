@@ -387,6 +387,8 @@ class _Run:
 
     def _announce(self) -> None:
         self.progress.note(f"sandbox isolation: {self.pool.isolation}")
+        for warning in self.pool.isolation_report.warnings:  # programs can read the answers
+            self.progress.note(warning)
         for item in self.prepared:
             if item.bench.row_errors:
                 self.progress.note(

@@ -139,6 +139,82 @@ def _linear_model(data: object) -> tuple[LinearModel | None, str | None]:
     return model, None
 
 
+KEPT_SOLVES = 20
+"""Solve records kept from each end of a program's solves (the graders use the last one)."""
+KEPT_BINDINGS = 200
+MATRIX_TOO_LARGE = "matrix too large"
+
+
+def _matrix_bytes(data: object) -> int:
+    """About how many bytes a raw matrix takes in a stored record (numbers at 24 bytes)."""
+    if not isinstance(data, dict):
+        return 0
+    size = 0
+    for key, value in data.items():
+        if not isinstance(value, list):
+            continue
+        if key in ("var_names", "row_names", "vtype"):
+            size += sum(len(item) + 3 if isinstance(item, str) else 24 for item in value)
+        else:
+            size += (72 if key == "q_obj" else 24) * len(value)
+    return size
+
+
+def _bounded_solves(raws: list[dict[str, Any]], budget_bytes: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The first and last :data:`KEPT_SOLVES` solves, with matrices only while they fit in
+    ``budget_bytes`` (the last solve's first); notes on what was dropped."""
+    notes = []
+    if len(raws) > 2 * KEPT_SOLVES:
+        notes.append(
+            f"{len(raws) - 2 * KEPT_SOLVES} of {len(raws)} solve records dropped "
+            f"(the first and last {KEPT_SOLVES} kept)"
+        )
+        raws = raws[:KEPT_SOLVES] + raws[-KEPT_SOLVES:]
+    kept = list(raws)
+    remaining = budget_bytes
+    dropped = 0
+    for index in reversed(range(len(kept))):
+        size = _matrix_bytes(kept[index].get("model"))
+        if size > remaining:
+            kept[index] = {**kept[index], "model": None, "note": MATRIX_TOO_LARGE}
+            dropped += 1
+        else:
+            remaining -= size
+    if dropped:
+        notes.append(f"{dropped} matrices left out of the record ({MATRIX_TOO_LARGE})")
+    return kept, notes
+
+
+def _bounded_files(
+    files: tuple[WrittenFile, ...], budget_bytes: int, dropped: object
+) -> tuple[tuple[WrittenFile, ...], list[str]]:
+    """The newest files within ``budget_bytes`` (the last one always); a note on what was dropped,
+    by the worker (``dropped``: its count of files and bytes) or here."""
+    kept: list[WrittenFile] = []
+    total = 0
+    for item in reversed(files):
+        size = len(item.content.encode("utf-8", "surrogatepass"))
+        if kept and total + size > budget_bytes:
+            continue
+        kept.append(item)
+        total += size
+    count = len(files) - len(kept)
+    extra = 0
+    if isinstance(dropped, dict):
+        worker_count, worker_bytes = dropped.get("files"), dropped.get("bytes")
+        if isinstance(worker_count, int) and isinstance(worker_bytes, int):
+            count += worker_count
+            extra = worker_bytes
+    notes = []
+    if count:
+        extra += sum(len(item.content) for item in files if item not in kept)
+        notes.append(
+            f"{count} collected files ({extra / (1 << 20):.1f} MiB) dropped: over the "
+            f"{budget_bytes / (1 << 20):.0f} MiB budget for model files (the newest kept)"
+        )
+    return tuple(reversed(kept)), notes
+
+
 def _solve_record(raw: dict[str, Any]) -> SolveRecord | None:
     model, problem = _linear_model(raw.get("model"))
     note = problem or raw.get("note")
@@ -373,13 +449,18 @@ def build_execution(
     report = parse_channel(str(reply.get("channel", "")), nonce)
     if report.setup_error is not None and not report.started:
         raise ValueError(f"the sandbox could not confine the job: {report.setup_error}")
-    solves = tuple(record for raw in report.solves if (record := _solve_record(raw)) is not None)
-    files = _written_files(reply.get("files"))
+    record_bytes = limits.record_mib << 20
+    raw_solves, cut = _bounded_solves(report.solves, record_bytes // 2)
+    solves = tuple(record for raw in raw_solves if (record := _solve_record(raw)) is not None)
+    files, files_cut = _bounded_files(
+        _written_files(reply.get("files")), record_bytes // 2, reply.get("files_dropped")
+    )
+    cut += files_cut
     verdict = _classify(reply, report, solves, files, limits, expect)
     stdout = str(reply.get("stdout", ""))
     end = report.end or {}
     max_rss = reply.get("max_rss_kib")
-    notes = "; ".join(report.notes[:3])
+    notes = "; ".join([*cut, *report.notes[:3]])
     return Execution(
         status=verdict.status,
         detail=f"{verdict.detail}; {notes}" if verdict.detail and notes else verdict.detail or notes,
@@ -396,6 +477,6 @@ def build_execution(
         max_rss_mib=None if max_rss is None else max_rss / 1024.0,
         isolation=isolation,
         gurobi=report.gurobi,
-        bindings=_bindings(end.get("bindings")),
+        bindings=_bindings(end.get("bindings"))[:KEPT_BINDINGS],
         called_sys_exit=bool(end.get("sys_exit")),
     )

@@ -10,7 +10,6 @@ import os
 import platform
 import queue
 import secrets
-import shutil
 import tempfile
 import threading
 import time
@@ -30,6 +29,7 @@ from .limits import SandboxLimits
 from .outcome import build_execution, gurobipy_licence_failure
 from .runtime import hooks
 from .runtime.contract import WorkerConfig
+from .runtime.workdir import CleanError, remove_tree
 from .verify import verify_solve
 from .worker import Spawner, WorkerFailure, WorkerGone, WorkerProcess
 
@@ -143,9 +143,12 @@ class SandboxPool:
             needed=(str(self.highs_package),) if self.highs_package is not None else (),
         )
         self._report = report
-        self._root = Path(tempfile.mkdtemp(prefix="trex-sandbox-"))
+        for removed in remove_stale_scratch():
+            logger.info("sandbox: removed the scratch directory of a harness that is gone: %s", removed)
+        self._root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+        (self._root / OWNER_FILE).write_text(_owner_stamp(os.getpid()) or "", encoding="utf-8")
         # Removed by close(), or at interpreter exit for a pool nobody closed.
-        self._remove_root = weakref.finalize(self, shutil.rmtree, self._root, ignore_errors=True)
+        self._remove_root = weakref.finalize(self, _remove_quietly, str(self._root))
         self._spawner = Spawner()
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="trex-sandbox")
         self._started = True
@@ -399,15 +402,25 @@ class SandboxPool:
                     detail=f"the sandbox worker died while running the program: {error}"[:1000],
                     isolation=report.level,
                 )
-        self._idle.put(process)
+        retired = reply.get("retire")
+        if retired and isinstance(process, WorkerProcess):
+            # The job left traces the worker could not wipe: it must not serve again.
+            logger.warning("sandbox: retiring a worker: %s", str(retired)[:300])
+            self._replace(process)
+        else:
+            self._idle.put(process)
         if "error" in reply:
             raise SandboxError(f"the sandbox failed to run a job: {reply['error']}", where="sandbox")
         try:
-            return build_execution(
+            execution = build_execution(
                 reply, nonce=nonce, limits=limits, expect=job.expect, isolation=report.level
             )
         except ValueError as error:
             raise SandboxError(str(error), where="sandbox") from None
+        if retired:
+            note = f"the worker was replaced after this program: {retired}"[:500]
+            execution = execution.model_copy(update={"detail": _join(execution.detail, note)})
+        return execution
 
     def _verified(self, execution: Execution) -> Execution:
         if not execution.solves:
@@ -433,6 +446,63 @@ class SandboxPool:
                 f"({last.status.value}), HiGHS found {last.verified_objective}",
             )
         return execution.model_copy(update={"solves": solves, "detail": detail})
+
+
+SCRATCH_PREFIX = "trex-sandbox-"
+"""Scratch directories are ``<tmp>/trex-sandbox-<owner pid>-<random>``."""
+OWNER_FILE = "owner"
+"""In each scratch directory: the owner's pid and start time (``/proc/<pid>/stat`` field 22)."""
+
+
+def _owner_stamp(pid: int) -> str | None:
+    """``"<pid> <start time>"`` of a live process, or None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return f"{pid} {fields[19]}"
+    except (OSError, IndexError):
+        return None
+
+
+def remove_stale_scratch(directory: str | None = None) -> list[str]:
+    """Remove the scratch directories (under ``directory``, default the temporary directory) of
+    harnesses that are gone (killed with SIGKILL, say): only this user's, only those whose
+    ``owner`` file names a process that no longer exists (or a pid since reused). Directories
+    without an owner file are left alone. The paths removed."""
+    base = directory or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.startswith(SCRATCH_PREFIX):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if not entry.is_dir(follow_symlinks=False) or info.st_uid != os.getuid():
+                continue
+            with open(os.path.join(entry.path, OWNER_FILE), encoding="utf-8") as handle:
+                stamp = handle.read(200).strip()
+            pid = int(stamp.split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if pid == os.getpid() or _owner_stamp(pid) == stamp:
+            continue
+        try:
+            remove_tree(entry.path)
+        except CleanError as error:
+            logger.warning("sandbox: could not remove a stale scratch directory: %s", error)
+            continue
+        removed.append(entry.path)
+    return removed
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        remove_tree(path)
+    except CleanError as error:
+        logger.warning("sandbox: could not remove the scratch directory: %s", error)
 
 
 def _kept_under_tmp(command: tuple[str, ...]) -> list[str]:

@@ -97,7 +97,12 @@ def main(argv: list[str]) -> int:
             reply = server.run_job(request)
         except Exception as error:
             reply = {"id": request.get("id"), "error": f"{type(error).__name__}: {error}"[:2000]}
+        if server.retire is not None:
+            reply["retire"] = server.retire
         framing.write_frame(proto_out, reply)
+        if server.retire is not None:
+            # Traces of a job are left: this worker must not serve another (the pool starts a new one).
+            return 0
         # After the reply, so the import's cost is off this job's path.
         warmer.after_job(reply, str(request.get("nonce", "")))
 
@@ -119,6 +124,8 @@ class Server:
         self.config = config
         self.confinement = confinement
         self.sequence = 0
+        self.retire: str | None = None
+        """Set when a job's directories could not be wiped: why (the worker then stops)."""
 
     def run_job(self, request: dict[str, Any]) -> dict[str, Any]:
         self.sequence += 1
@@ -160,8 +167,11 @@ class Server:
                 sweep_descendants()
             stdout, stdout_bytes = _read_tail(stdout_fd, int(limits["output_bytes"]))
             stderr, stderr_bytes = _read_tail(stderr_fd, int(limits["output_bytes"]))
-            files = workdir_files.collect_files(
-                workdir, request["collect"], limit_bytes=int(limits["file_size_mib"]) << 20
+            files, dropped = workdir_files.collect_files(
+                workdir,
+                request["collect"],
+                limit_bytes=int(limits["file_size_mib"]) << 20,
+                budget_bytes=files_budget_bytes(limits),
             )
             return {
                 "id": request.get("id"),
@@ -179,13 +189,19 @@ class Server:
                 "stderr_bytes": stderr_bytes,
                 "channel": channel.read_all(),
                 "files": files,
+                "files_dropped": dropped,
                 "workdir": workdir,
             }
         finally:
             for fd in (stdout_fd, stderr_fd):
                 os.close(fd)
             channel.close()
-            workdir_files.wipe(workdir, tmpdir, self.config.wipe, self.config.keep)
+            try:
+                problems = workdir_files.wipe(workdir, tmpdir, self.config.wipe, self.config.keep)
+            except Exception as error:
+                problems = [f"{type(error).__name__}: {error}"]
+            if problems:
+                self.retire = f"could not clean the job's directories: {'; '.join(problems)}"[:1000]
 
     def _fork(self, plan: child.JobPlan) -> int:
         namespace_fd = self.confinement.pid_namespace_fd
@@ -239,6 +255,11 @@ class Server:
         if self.confinement.pid_namespace_fd is None:
             for victim in descendants(pid):
                 kill_quietly(victim)
+
+
+def files_budget_bytes(limits: dict[str, Any]) -> int:
+    """Bytes of collected model files one job may bring back: half its record budget."""
+    return (int(limits.get("record_mib", 16)) << 20) // 2
 
 
 def _address_space_bytes() -> int:

@@ -3,17 +3,22 @@ everything the job left wiped before the next one."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
 import stat
+import time
 from typing import Any
 
 from .contract import PROGRAM_FILE, WORKDIR_TOKEN
 
 _MAX_COLLECTED_FILES = 100
 _MAX_COLLECTED_BYTES = 64 << 20
+_SCAN_MAX_DEPTH = 64
+_SCAN_MAX_ENTRIES = 200_000
+_SCAN_MAX_S = 10.0
+_CLEAN_MAX_DEPTH = 1_000_000
+_CLEAN_MAX_ENTRIES = 10_000_000
+_CLEAN_MAX_S = 60.0
 
 
 def prepare(request: dict[str, Any], workdir: str, tmpdir: str, uid: int | None) -> str:
@@ -42,19 +47,25 @@ def prepare(request: dict[str, Any], workdir: str, tmpdir: str, uid: int | None)
     return source
 
 
-def wipe(workdir: str, tmpdir: str, directories: tuple[str, ...], keep: tuple[str, ...]) -> None:
-    """Remove the job's directories and empty ``directories`` (but for the entries in ``keep``)."""
-    _remove(workdir)
-    _remove(tmpdir)
+def wipe(workdir: str, tmpdir: str, directories: tuple[str, ...], keep: tuple[str, ...]) -> list[str]:
+    """Remove the job's directories and empty ``directories`` (but for the entries in ``keep``);
+    what could not be removed (empty when all went; the worker must then not serve again)."""
+    problems: list[str] = []
+    paths = [workdir, tmpdir]
     for directory in directories:
         try:
             entries = os.listdir(directory)
         except OSError:
             continue
-        for entry in entries:
-            path = os.path.join(directory, entry)
-            if path not in keep:
-                _remove(path)
+        paths.extend(os.path.join(directory, entry) for entry in entries)
+    for path in paths:
+        if path in keep:
+            continue
+        try:
+            remove_tree(path)
+        except (CleanError, RecursionError, MemoryError) as error:
+            problems.append(str(error)[:300])
+    return problems
 
 
 def _inside(root: str, relative: str) -> str:
@@ -97,67 +108,202 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(parts) + r"\Z")
 
 
-def collect_files(workdir: str, patterns: list[str], *, limit_bytes: int) -> list[dict[str, Any]]:
+def collect_files(
+    workdir: str, patterns: list[str], *, limit_bytes: int, budget_bytes: int = _MAX_COLLECTED_BYTES
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Regular files under ``workdir`` matching ``patterns`` (symlinks and specials ignored), in
-    the order they were last written (graders take the last one as the program's final model)."""
+    the order they were last written (graders take the last one as the program's final model),
+    and what was left out: ``{"files": n, "bytes": b}``.
+
+    The newest files are kept while their total stays within ``budget_bytes`` (the newest one
+    always, cut to the budget); at most ``_MAX_COLLECTED_FILES``. The scan never recurses and is
+    bounded in depth, entries and time (a hostile tree is collected in part, never fatally)."""
     matchers = [glob_regex(pattern) for pattern in patterns]
-    found: list[dict[str, Any]] = []
-    total = 0
-    for directory, subdirectories, names in os.walk(workdir):
-        subdirectories.sort()
-        for name in sorted(names):
-            path = os.path.join(directory, name)
-            relative = os.path.relpath(path, workdir).replace(os.sep, "/")
-            if relative == PROGRAM_FILE or not any(matcher.match(relative) for matcher in matchers):
-                continue
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                continue
-            try:
-                info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode):
-                    continue
-                size = info.st_size
-                data = os.pread(fd, min(size, limit_bytes, max(0, _MAX_COLLECTED_BYTES - total)), 0)
-            finally:
-                os.close(fd)
-            total += len(data)
-            found.append(
-                {
-                    "name": relative,
-                    "content": data.decode("utf-8", "surrogateescape"),
-                    "size": size,
-                    "truncated": len(data) < size,
-                    "mtime_ns": info.st_mtime_ns,
-                }
-            )
-            if len(found) >= _MAX_COLLECTED_FILES:
-                break
-        else:
+    candidates: list[tuple[int, str, str, int]] = []
+    for path, relative, info in _scan(workdir):
+        if relative == PROGRAM_FILE or not any(matcher.match(relative) for matcher in matchers):
             continue
-        break
+        candidates.append((info.st_mtime_ns, relative, path, info.st_size))
+    candidates.sort()
+    chosen: list[tuple[int, str, str, int]] = []
+    total = 0
+    budget = max(0, min(budget_bytes, _MAX_COLLECTED_BYTES))
+    for candidate in reversed(candidates):
+        size = min(candidate[3], limit_bytes)
+        if len(chosen) >= _MAX_COLLECTED_FILES or (chosen and total + size > budget):
+            continue
+        chosen.append(candidate)
+        total += size
+    dropped = {"files": len(candidates) - len(chosen), "bytes": 0}
+    kept = {candidate[1] for candidate in chosen}
+    dropped["bytes"] = sum(candidate[3] for candidate in candidates if candidate[1] not in kept)
+    found: list[dict[str, Any]] = []
+    remaining = budget
+    for _, relative, path, _ in reversed(chosen):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            size = info.st_size
+            data = os.pread(fd, max(0, min(size, limit_bytes, remaining)), 0)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        remaining -= len(data)
+        found.append(
+            {
+                "name": relative,
+                "content": data.decode("utf-8", "surrogateescape"),
+                "size": size,
+                "truncated": len(data) < size,
+                "mtime_ns": info.st_mtime_ns,
+            }
+        )
     found.sort(key=lambda item: (item["mtime_ns"], item["name"]))
     for item in found:
         del item["mtime_ns"]
+    return found, dropped
+
+
+def _scan(root: str) -> list[tuple[str, str, os.stat_result]]:
+    """``(path, relative path, lstat)`` of the regular files under ``root``, walked with an
+    explicit stack (no recursion), at most ``_SCAN_MAX_DEPTH`` deep, ``_SCAN_MAX_ENTRIES``
+    entries and ``_SCAN_MAX_S`` seconds; unreadable directories are skipped."""
+    deadline = time.monotonic() + _SCAN_MAX_S
+    found: list[tuple[str, str, os.stat_result]] = []
+    stack: list[tuple[str, str, int]] = [(root, "", 0)]
+    seen = 0
+    while stack:
+        directory, prefix, depth = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > _SCAN_MAX_ENTRIES or time.monotonic() > deadline:
+                        return found
+                    relative = prefix + entry.name
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if depth < _SCAN_MAX_DEPTH:
+                                stack.append((entry.path, relative + "/", depth + 1))
+                            continue
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(info.st_mode):
+                        found.append((entry.path, relative, info))
+        except OSError:
+            continue
     return found
 
 
-def _remove(path: str) -> None:
-    def retry(function: Any, target: str, _: Any) -> None:
-        # A program may have taken the write bit off its own folders; give it back, but only
-        # inside the tree being removed (never on /tmp itself, which jobs must keep entering).
-        try:
-            parent = os.path.dirname(target)
-            if parent.startswith(path + os.sep) or parent == path:
-                os.chmod(parent, 0o700)
-            os.chmod(target, 0o700)
-            function(target)
-        except OSError:
-            pass
+class CleanError(Exception):
+    """A job directory could not be removed completely (the worker must not serve again)."""
 
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, onerror=retry)
-    else:
-        with contextlib.suppress(OSError):
+
+def remove_tree(path: str, *, max_entries: int = _CLEAN_MAX_ENTRIES, max_s: float = _CLEAN_MAX_S) -> None:
+    """Remove ``path`` and everything under it without recursion and without long paths: one
+    directory descriptor at a time (``..`` checked against the recorded parent), an explicit
+    stack of names, bounded in entries, depth and time. Write and search bits a program took off
+    its own folders are given back inside the tree. CleanError on anything left behind."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise CleanError(f"cannot inspect {path}: {error}") from None
+    try:
+        if not stat.S_ISDIR(info.st_mode):
             os.unlink(path)
+            return
+        top = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise CleanError(f"cannot remove {path}: {error}") from None
+    try:
+        _clear(top, os.path.basename(path), time.monotonic() + max_s, max_entries)
+    except OSError as error:
+        raise CleanError(f"cannot remove {path}: {error}") from None
+    finally:
+        os.close(top)
+
+
+def _open_directory(name: str, parent: int) -> int:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except PermissionError:
+        os.chmod(name, 0o700, dir_fd=parent)
+        return os.open(name, flags, dir_fd=parent)
+
+
+def _clear(top: int, name: str, deadline: float, max_entries: int) -> None:
+    current = _open_directory(name, top)
+    names = [name]
+    identities = [_identity(current)]
+    seen = 0
+    try:
+        while True:
+            descended = None
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > max_entries or time.monotonic() > deadline:
+                        raise CleanError(f"more than {max_entries} entries, or out of time")
+                    if entry.is_dir(follow_symlinks=False):
+                        try:
+                            os.rmdir(entry.name, dir_fd=current)
+                            continue
+                        except OSError:
+                            pass
+                        descended = entry.name
+                        break
+                    try:
+                        os.unlink(entry.name, dir_fd=current)
+                    except PermissionError:
+                        os.fchmod(current, 0o700)
+                        os.unlink(entry.name, dir_fd=current)
+            if descended is not None:
+                if len(names) >= _CLEAN_MAX_DEPTH:
+                    raise CleanError(f"deeper than {_CLEAN_MAX_DEPTH} directories")
+                try:
+                    child = _open_directory(descended, current)
+                except PermissionError:
+                    os.fchmod(current, 0o700)
+                    child = _open_directory(descended, current)
+                os.close(current)
+                current = child
+                names.append(descended)
+                identities.append(_identity(current))
+                continue
+            finished = names.pop()
+            identities.pop()
+            if not names:
+                os.close(current)
+                current = -1
+                os.rmdir(finished, dir_fd=top)
+                return
+            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=current)
+            os.close(current)
+            current = parent
+            if _identity(current) != identities[-1]:
+                raise CleanError("a directory moved while it was being removed")
+            try:
+                os.rmdir(finished, dir_fd=current)
+            except PermissionError:
+                os.fchmod(current, 0o700)
+                os.rmdir(finished, dir_fd=current)
+    finally:
+        if current >= 0:
+            os.close(current)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
