@@ -249,7 +249,7 @@ def test_the_bound_host_paths_are_exactly_the_allow_list(deny_pool: SandboxPool)
 
 
 def test_every_hooked_library_comes_from_an_allowed_distribution() -> None:
-    """A new hook must add its distribution to launch.SOLVER_DISTRIBUTIONS, or its programs fail."""
+    """Each hook's declared DISTRIBUTION is what lets its library into the sandbox's view."""
     allowed = launch.solver_closure()
     providers = importlib.metadata.packages_distributions()
     for hook in hooks.INSTALLERS:

@@ -19,6 +19,8 @@ import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from .runtime import hooks
+
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 
 HIGHS_LAYER = "gurobipy_highs"
@@ -146,20 +148,10 @@ def find_bwrap() -> list[str]:
     return found
 
 
-SOLVER_DISTRIBUTIONS = (
-    "gurobipy",
-    "coptpy",
-    "pulp",
-    "ortools",
-    "highspy",
-    "pyomo",
-    "PySCIPOpt",
-    "scipy",
-    "cvxpy",
-    "numpy",
-)
-"""Distributions of the solver libraries the runtime hooks: with their dependencies (from their
-metadata), the only site-packages entries programs see under bubblewrap."""
+SOLVER_DISTRIBUTIONS = (*hooks.DISTRIBUTIONS, "numpy")
+"""Distributions of the solver libraries the runtime hooks (each hook declares its own), and
+NumPy: with their dependencies (from their metadata), the only site-packages entries programs
+see under bubblewrap."""
 
 SYSTEM_TREES = tuple(
     f"{usr}/{tree}" for usr in ("", "/usr") for tree in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
