@@ -190,24 +190,23 @@ def _bounded_files(
 ) -> tuple[tuple[WrittenFile, ...], list[str]]:
     """The newest files within ``budget_bytes`` (the last one always); a note on what was dropped,
     by the worker (``dropped``: its count of files and bytes) or here."""
+    sizes = [len(item.content.encode("utf-8", "surrogatepass")) for item in files]
     kept: list[WrittenFile] = []
     total = 0
-    for item in reversed(files):
-        size = len(item.content.encode("utf-8", "surrogatepass"))
+    for item, size in zip(reversed(files), reversed(sizes), strict=True):
         if kept and total + size > budget_bytes:
             continue
         kept.append(item)
         total += size
     count = len(files) - len(kept)
-    extra = 0
+    extra = sum(sizes) - total
     if isinstance(dropped, dict):
         worker_count, worker_bytes = dropped.get("files"), dropped.get("bytes")
         if isinstance(worker_count, int) and isinstance(worker_bytes, int):
             count += worker_count
-            extra = worker_bytes
+            extra += worker_bytes
     notes = []
     if count:
-        extra += sum(len(item.content) for item in files if item not in kept)
         notes.append(
             f"{count} collected files ({extra / (1 << 20):.1f} MiB) dropped: over the "
             f"{budget_bytes / (1 << 20):.0f} MiB budget for model files (the newest kept)"
