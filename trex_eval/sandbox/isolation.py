@@ -32,6 +32,7 @@ from typing import Literal
 from ..errors import SandboxError
 from ..records import Record
 from . import launch
+from .runtime import syscalls
 
 Level = Literal["bwrap", "unshare", "rlimits"]
 _PROBE_TIMEOUT_S = 60.0
@@ -70,6 +71,9 @@ class IsolationReport(Record):
         supports_tmpfs_size: the bwrap binary can cap the size of the private ``/tmp``.
         notes: why stronger levels were not used.
         host_view: what of the host's file system programs see at this level, in words.
+        syscall_filter: every job runs under the seccomp filter of
+            :mod:`~trex_eval.sandbox.runtime.syscalls` (no memfd, System V IPC, AF_UNIX sockets
+            or io_uring), at any level; False only on a machine the filter does not know.
         exposed: the host paths bound read-only into the jobs' view (``bwrap`` only; at the
             other levels everything the uid can read is visible).
         readable_hidden: directories the harness asked to hide (data directory, benchmark
@@ -85,6 +89,7 @@ class IsolationReport(Record):
     supports_tmpfs_size: bool = False
     notes: tuple[str, ...] = ()
     host_view: str = ""
+    syscall_filter: bool = syscalls.SUPPORTED
     exposed: tuple[str, ...] = ()
     readable_hidden: tuple[str, ...] = ()
 

@@ -22,6 +22,8 @@ Modules:
 ``imports``    post-import hooks and the gurobipy ``real``/``highs`` switch.
 ``native``     the few Linux system calls the standard library lacks (unshare, setns, prctl,
                capset), via ctypes.
+``syscalls``   the seccomp filter each job installs (memfd, System V IPC, AF_UNIX sockets,
+               io_uring and foreign ABIs refused).
 ``framing``    length-prefixed JSON messages on file descriptors (worker <-> harness).
 ``contract``   names and the worker configuration both sides agree on.
 ``probe``      the isolation self-check run by :func:`trex_eval.sandbox.probe_isolation`.

@@ -24,7 +24,7 @@ import traceback
 import types
 from typing import Any, NamedTuple, NoReturn
 
-from . import hooks, native
+from . import hooks, native, syscalls
 from .capture import RECORDER, describe_failure
 from .channel import ResultChannel
 from .imports import GurobipySwitch
@@ -114,6 +114,8 @@ def confine(plan: JobPlan) -> None:
         with contextlib.suppress(OSError):
             native.drop_capabilities()
     native.prctl(native.PR_SET_NO_NEW_PRIVS, 1)
+    if syscalls.SUPPORTED:
+        syscalls.install()
     # The worker already runs with the job environment but for the per-job paths; touching only
     # the differences saves a clear-and-refill of libc's environ on every fork (~0.7 ms).
     for name in [name for name in os.environ if name not in plan.env]:

@@ -50,6 +50,20 @@ def prctl(option: int, arg: int = 0) -> None:
     )
 
 
+def prctl_pointer(option: int, arg: int, pointer: int) -> None:
+    """``prctl(2)`` with an integer and a pointer argument (e.g. ``PR_SET_SECCOMP``)."""
+    _check(
+        _libc.prctl(
+            ctypes.c_int(option),
+            ctypes.c_ulong(arg),
+            ctypes.c_void_p(pointer),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        ),
+        "prctl",
+    )
+
+
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 

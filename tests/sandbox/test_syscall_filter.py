@@ -1,0 +1,179 @@
+"""The jobs' seccomp filter (issue 13: memory outside the limit, host unix sockets).
+
+The filter's program is checked instruction by instruction with a small classic-BPF interpreter,
+then its effect inside real sandboxed jobs at every isolation level.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_support import STAND_IN
+
+from trex_eval.records import ExecStatus, SandboxLimits
+from trex_eval.sandbox import Job, SandboxPool
+from trex_eval.sandbox.runtime import syscalls
+
+ALLOW = 0x7FFF0000
+EPERM = 0x00050000 | errno.EPERM
+X86_64, AARCH64 = 0xC000003E, 0xC00000B7
+
+
+def _run_filter(machine: str, *, arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
+    """What the filter returns for one system call (a minimal classic-BPF interpreter)."""
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *(list(args) + [0] * (6 - len(args))))
+    program = syscalls.program(machine)
+    accumulator, pc = 0, 0
+    while True:
+        code, jt, jf, k = program[pc]
+        pc += 1
+        if code == 0x20:  # ld [k]
+            accumulator = struct.unpack_from("=I", data, k)[0]
+        elif code == 0x54:  # and #k
+            accumulator &= k
+        elif code == 0x15:  # jeq #k
+            pc += jt if accumulator == k else jf
+        elif code == 0x35:  # jge #k
+            pc += jt if accumulator >= k else jf
+        elif code == 0x06:  # ret #k
+            return k
+        else:
+            raise AssertionError(f"unexpected opcode {code:#x}")
+
+
+@pytest.mark.parametrize(("machine", "arch"), [("x86_64", X86_64), ("aarch64", AARCH64)])
+def test_the_filter_refuses_exactly_what_it_documents(machine: str, arch: int) -> None:
+    column = 0 if machine == "x86_64" else 1
+    number = {name: numbers[column] for name, numbers in syscalls._NUMBERS.items()}
+    verdict = lambda nr, *args: _run_filter(machine, arch=arch, nr=nr, args=args)  # noqa: E731
+
+    for name in ("memfd_create", "shmget", "msgget", "io_uring_setup"):
+        assert verdict(number[name]) == EPERM, name
+    assert verdict(number["socket"], socket.AF_UNIX, socket.SOCK_STREAM) == EPERM
+    assert verdict(number["socket"], socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) == EPERM
+    assert verdict(number["socket"], socket.AF_INET, socket.SOCK_STREAM) == ALLOW
+    assert verdict(number["socket"], socket.AF_NETLINK, socket.SOCK_RAW) == ALLOW
+    stream = socket.SOCK_STREAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK
+    assert verdict(number["socketpair"], socket.AF_UNIX, stream) == ALLOW
+    assert verdict(number["socketpair"], socket.AF_UNIX, socket.SOCK_DGRAM) == EPERM
+    assert verdict(number["socketpair"], socket.AF_UNIX, socket.SOCK_SEQPACKET) == EPERM
+    for ordinary in (0, 1, 2, 3, 9, 56, 57, 59, 60, 231, 435):  # read ... clone3: never refused
+        if ordinary not in number.values():
+            assert verdict(ordinary) == ALLOW, ordinary
+    other_abi = 0x40000003 if machine == "x86_64" else AARCH64 ^ 1
+    foreign = _run_filter(machine, arch=0x40000003, nr=3)  # i386 (AUDIT_ARCH_I386) numbers
+    assert foreign == EPERM
+    if machine == "x86_64":
+        assert _run_filter(machine, arch=arch, nr=other_abi) == EPERM  # x32 (bit 30 set)
+
+
+def test_the_encoded_program_is_the_kernel_layout() -> None:
+    program = syscalls.program("x86_64")
+    encoded = syscalls.encode(program)
+
+    assert len(encoded) == 8 * len(program)
+    assert struct.unpack_from("=HBBI", encoded, 0) == program[0]
+
+
+PROBE = """
+import ctypes, errno, json, mmap, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+found = dict()
+def attempt(name, call):
+    try:
+        call()
+        found[name] = "allowed"
+    except OSError as error:
+        found[name] = errno.errorcode.get(error.errno, str(error.errno))
+def raw(number, *args):
+    def call():
+        if libc.syscall(number, *args) < 0:
+            raise OSError(ctypes.get_errno(), "refused")
+    return call
+attempt("memfd", lambda: os.memfd_create("hold"))
+attempt("shmget", raw(29, 0, 1 << 20, 0o1600))   # IPC_PRIVATE, IPC_CREAT | 0600
+attempt("msgget", raw(68, 0, 0o1600))
+attempt("io_uring", raw(425, 8, ctypes.create_string_buffer(120)))
+attempt("unix_stream", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+attempt("unix_dgram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+attempt("pair_dgram", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+left, right = socket.socketpair()
+left.sendall(b"ping")
+found["pair_stream"] = right.recv(4).decode()
+connected = []
+for path in {paths!r}:
+    try:
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(path)
+        connected.append(path)
+    except OSError:
+        pass
+found["connected"] = connected
+found["visible"] = [path for path in {paths!r} if os.path.exists(path)]
+shm = []
+try:
+    for index in range(256 if {flood} else 0):
+        with open(f"/dev/shm/hold{{index}}", "wb") as handle:
+            handle.write(b"x" * (4 << 20))
+        shm.append(index)
+except OSError as error:
+    found["shm_stopped"] = errno.errorcode.get(error.errno, str(error.errno))
+found["shm_mib"] = 4 * len(shm)
+for index in shm:
+    os.unlink(f"/dev/shm/hold{{index}}")
+print("OUTCOME " + json.dumps(found))
+"""
+
+
+@pytest.fixture
+def socket_in_a_bound_folder() -> Iterator[str]:
+    """A world-writable host socket created inside a folder the sandbox binds (the stand-in
+    gurobipy layer), after nothing: the view is live, so it appears inside the jobs' view."""
+    path = STAND_IN / "host.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    os.chmod(path, 0o777)
+    listener.listen(4)
+    listener.setblocking(False)
+    yield str(path)
+    listener.close()
+    path.unlink()
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "rlimits"])
+def test_jobs_cannot_hold_memory_outside_the_limit_nor_reach_host_sockets(
+    level: str, socket_in_a_bound_folder: str
+) -> None:
+    limits = SandboxLimits(wall_s=60.0)
+    with SandboxPool(limits=limits, workers=1, isolation=level, highs_package=STAND_IN) as pool:  # type: ignore[arg-type]
+        started_socket = Path(STAND_IN / "late.sock")
+        late = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        late.bind(str(started_socket))  # created after the workers started
+        os.chmod(started_socket, 0o777)
+        late.listen(4)
+        try:
+            paths = [socket_in_a_bound_folder, str(started_socket)]
+            execution = pool.run(Job(code=PROBE.format(paths=paths, flood=level == "bwrap"), expect="any"))
+        finally:
+            late.close()
+            started_socket.unlink()
+        isolation = pool.isolation_report
+
+    assert execution.status is ExecStatus.OK, (execution.detail, execution.stderr_tail)
+    line = [item for item in execution.stdout_tail.splitlines() if item.startswith("OUTCOME ")][-1]
+    found = json.loads(line[len("OUTCOME ") :])
+    for name in ("memfd", "shmget", "msgget", "io_uring", "unix_stream", "unix_dgram", "pair_dgram"):
+        assert found[name] == "EPERM", (name, found)
+    assert found["pair_stream"] == "ping"
+    assert found["connected"] == []
+    assert isolation.syscall_filter
+    if level == "bwrap":
+        assert found["visible"] == paths  # the sockets are there; the filter alone stops them
+        assert found["shm_stopped"] == "ENOSPC" and found["shm_mib"] <= 64
