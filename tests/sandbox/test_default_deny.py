@@ -207,7 +207,10 @@ for folder, dirs, names in os.walk("/", onerror=lambda error: None):
 connected = []
 for path in candidates:
     for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        client = socket.socket(socket.AF_UNIX, kind)
+        try:
+            client = socket.socket(socket.AF_UNIX, kind)
+        except OSError:  # the jobs' seccomp filter refuses AF_UNIX sockets
+            continue
         try:
             client.connect(path)
             connected.append(path)
