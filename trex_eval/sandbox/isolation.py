@@ -73,7 +73,8 @@ class IsolationReport(Record):
         host_view: what of the host's file system programs see at this level, in words.
         syscall_filter: every job runs under the seccomp filter of
             :mod:`~trex_eval.sandbox.runtime.syscalls` (no memfd, System V IPC, AF_UNIX sockets
-            or io_uring), at any level; False only on a machine the filter does not know.
+            or io_uring), at any level; False on a machine the filter does not know, and in
+            reports written before the filter existed.
         exposed: the host paths bound read-only into the jobs' view (``bwrap`` only; at the
             other levels everything the uid can read is visible).
         readable_hidden: directories the harness asked to hide (data directory, benchmark
@@ -89,7 +90,7 @@ class IsolationReport(Record):
     supports_tmpfs_size: bool = False
     notes: tuple[str, ...] = ()
     host_view: str = ""
-    syscall_filter: bool = syscalls.SUPPORTED
+    syscall_filter: bool = False
     exposed: tuple[str, ...] = ()
     readable_hidden: tuple[str, ...] = ()
 
@@ -209,6 +210,7 @@ def probe_isolation(
                     supports_tmpfs_size=sized,
                     notes=tuple(notes),
                     host_view=_BWRAP_VIEW,
+                    syscall_filter=syscalls.SUPPORTED,
                     exposed=tuple(launch.view_arguments(readable, python=python, hidden=hidden)[1]),
                 )
             notes.append(
@@ -229,6 +231,7 @@ def probe_isolation(
                     root_read_only=bool(found.get("root_read_only")),
                     notes=tuple(notes),
                     host_view=_UNSHARE_VIEW,
+                    syscall_filter=syscalls.SUPPORTED,
                     readable_hidden=visible_hidden,
                 )
             notes.append(f"unshare: {problem or 'probe found the network reachable'}")
@@ -253,5 +256,6 @@ def probe_isolation(
         root_read_only=bool(found.get("root_read_only")),
         notes=tuple(notes),
         host_view=_RLIMITS_VIEW,
+        syscall_filter=syscalls.SUPPORTED,
         readable_hidden=visible_hidden,
     )

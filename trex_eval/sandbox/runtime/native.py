@@ -40,23 +40,13 @@ def setns(fd: int, nstype: int) -> None:
     _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns")
 
 
-def prctl(option: int, arg: int = 0) -> None:
-    """``prctl(2)`` with one integer argument."""
-    _check(
-        _libc.prctl(
-            ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
-        ),
-        "prctl",
-    )
-
-
-def prctl_pointer(option: int, arg: int, pointer: int) -> None:
-    """``prctl(2)`` with an integer and a pointer argument (e.g. ``PR_SET_SECCOMP``)."""
+def prctl(option: int, arg: int = 0, arg3: int = 0) -> None:
+    """``prctl(2)`` with up to two integer (or address) arguments."""
     _check(
         _libc.prctl(
             ctypes.c_int(option),
             ctypes.c_ulong(arg),
-            ctypes.c_void_p(pointer),
+            ctypes.c_ulong(arg3),
             ctypes.c_ulong(0),
             ctypes.c_ulong(0),
         ),

@@ -64,17 +64,10 @@ _RET_ERRNO = 0x00050000
 _NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24
 
 
-class _Instruction(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_ushort),
-        ("jt", ctypes.c_ubyte),
-        ("jf", ctypes.c_ubyte),
-        ("k", ctypes.c_uint),
-    ]
-
-
 class _Program(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Instruction))]
+    """``struct sock_fprog``: the instruction count and the address of the encoded array."""
+
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 def program(machine: str = MACHINE) -> list[tuple[int, int, int, int]]:
@@ -113,8 +106,13 @@ def program(machine: str = MACHINE) -> list[tuple[int, int, int, int]]:
 
 
 def encode(instructions: list[tuple[int, int, int, int]]) -> bytes:
-    """The instructions as the kernel's ``struct sock_filter`` array (for tests and debugging)."""
+    """The instructions as the kernel's ``struct sock_filter`` array."""
     return b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
+
+
+# Built once when the worker imports the runtime, so a job's fork only makes the prctl call.
+_ENCODED = encode(program()) if SUPPORTED else b""
+_BUFFER = ctypes.create_string_buffer(_ENCODED, len(_ENCODED))
 
 
 def install() -> None:
@@ -125,9 +123,7 @@ def install() -> None:
     Raises:
         OSError: the machine is not supported or the kernel refused the filter.
     """
-    if not SUPPORTED:
+    if not _ENCODED:
         raise OSError(errno.ENOSYS, f"no seccomp filter for {MACHINE}")
-    instructions = program()
-    array = (_Instruction * len(instructions))(*(_Instruction(*item) for item in instructions))
-    prog = _Program(len(instructions), array)
-    native.prctl_pointer(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
+    prog = _Program(len(_ENCODED) // 8, ctypes.addressof(_BUFFER))
+    native.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
