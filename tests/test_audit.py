@@ -71,4 +71,24 @@ def test_compat_audit_reproduces_the_published_protocol(tmp_path: Path, data_dir
         381,
     ]
     assert sum(r["verdict"] == "correct" for r in orgeval) == 234
-    assert result.csv_path.name == "audit-trex-compat.csv"
+    assert result.csv_path == result.run_dir / "audit.csv" and result.published == ()
+
+
+def test_audit_writes_a_run_directory_and_publishes_only_when_asked(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 16: `trex-eval audit nl4opt` used to overwrite the committed results/audit-default.csv."""
+    from cli_process import trex_eval
+
+    done = trex_eval(
+        "audit", "nl4opt", "--no-progress", "--data-dir", str(data_dir), cwd=tmp_path, timeout=600
+    )
+    (run_dir,) = (tmp_path / "results").iterdir()
+    assert run_dir.name.startswith("audit-default-") and (run_dir / "manifest.json").is_file()
+    rows = list(csv.DictReader((run_dir / "audit.csv").open()))
+    assert len(rows) == 289 and (run_dir / "audit.md").read_text().startswith("# Reference-solution audit")
+    assert f"per-item CSV: {Path('results') / run_dir.name / 'audit.csv'}" in done.stdout
+    published = audit(
+        ["nl4opt"], data_dir=data_dir, results_dir=tmp_path / "results", out=tmp_path / "again",
+        publish=True, show_progress=False,
+    )  # fmt: skip
+    assert published.published == (tmp_path / "results" / "published" / "audit-default.csv",)
+    assert published.published[0].read_text() == published.csv_path.read_text()

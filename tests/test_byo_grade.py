@@ -227,3 +227,114 @@ def test_malformed_rows_are_skipped_and_the_rest_runs(tmp_path: Path, data_dir: 
     )
     assert _verdicts(run_dir) == dict.fromkeys(["product-mix", "facility-location", "knapsack"], "correct")
     assert _summary(run_dir)["problems"] == 3
+
+
+def test_partial_completions_are_counted_honestly(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 16: a file covering some problems is graded on those, says how many it left out, and
+    names unknown ids and repeats; --all-problems keeps the denominator, the rest `missing` (‡)."""
+    lines = (EXAMPLE / "completions-coptpy.jsonl").read_text().splitlines()
+    stranger = json.dumps({"task_id": "no-such-problem", "response": json.loads(lines[0])["response"]})
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("\n".join([*lines[:3], lines[0], stranger]) + "\n")
+    args = (
+        "--benchmark",
+        str(EXAMPLE / "benchmark.yaml"),
+        "--id-field",
+        "task_id",
+        "--text-field",
+        COPTPY_TEXT,
+    )
+    present = _cli(
+        "grade",
+        "--completions",
+        str(partial),
+        *args,
+        "-o",
+        str(tmp_path / "present"),
+        cwd=tmp_path,
+        data_dir=data_dir,
+    )
+    warnings = " ".join(present.stderr.split())
+    assert (
+        "grading the 3 of 10 problems of or-word-problems that partial.jsonl holds: 7 problems are left out"
+        in warnings
+    )
+    assert (
+        "1 id(s) in partial.jsonl are not problems of or-word-problems, ignored: 'no-such-problem'"
+        in warnings
+    )
+    assert "1 id(s) occur more than 1 time(s) in partial.jsonl, e.g. 'product-mix'" in warnings
+    summary = _summary(tmp_path / "present")
+    assert (summary["problems"], summary["missing_samples"], summary["api_errors"]) == (3, 0, 0)
+    full = _cli(
+        "grade", "--completions", str(partial), *args, "--all-problems", "-o", str(tmp_path / "all"),
+        cwd=tmp_path, data_dir=data_dir,
+    )  # fmt: skip
+    summary = _summary(tmp_path / "all")
+    assert (summary["problems"], summary["missing_samples"], summary["api_errors"]) == (10, 7, 0)
+    assert summary["verdicts"]["missing"] == 7 and summary["outcomes"]["missing"] == 7
+    assert "‡" in full.stdout
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_text(stranger + "\n")
+    refused = trex_eval(
+        "grade", "--completions", str(nothing), *args, "--data-dir", str(data_dir), cwd=tmp_path, expect=2
+    )
+    assert "none of the 1 ids in" in refused.stderr and not (tmp_path / "results").exists()
+
+
+def test_several_rules_reuse_the_stored_executions(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 16: `grade RUN --rule orlm --rule strict` runs no program: one directory, a run per
+    rule, the hand-checked verdicts of each; a protocol change says the programs run again."""
+    first = tmp_path / "first"
+    args = (
+        "--benchmark",
+        str(EXAMPLE / "benchmark.yaml"),
+        "--id-field",
+        "task_id",
+        "--text-field",
+        COPTPY_TEXT,
+    )
+    _cli(
+        "grade",
+        "--completions",
+        str(EXAMPLE / "completions-coptpy.jsonl"),
+        *args,
+        "-o",
+        str(first),
+        cwd=tmp_path,
+        data_dir=data_dir,
+    )
+    rules = tmp_path / "rules"
+    done = _cli(
+        "grade",
+        str(first),
+        "--rule",
+        "orlm",
+        "--rule",
+        "strict",
+        "-o",
+        str(rules),
+        cwd=tmp_path,
+        data_dir=data_dir,
+    )
+    assert _verdicts(rules / "orlm@1") == COPTPY_ORLM and _verdicts(rules / "strict@1") == COPTPY_STRICT
+    assert "(18 stored executions reused, 0 programs run)" in done.stdout
+    board = (rules / "leaderboard.md").read_text()
+    assert "or-word-problems[orlm@1]" in board and "or-word-problems[strict@1]" in board
+    for rule in ("orlm@1", "strict@1"):
+        assert json.loads((rules / rule / "manifest.json").read_text())["provenance"]["sandbox"][
+            "not_started"
+        ]
+    again = _cli(
+        "grade",
+        str(first),
+        "--protocol",
+        "trex-compat",
+        "-o",
+        str(tmp_path / "compat"),
+        cwd=tmp_path,
+        data_dir=data_dir,
+    )
+    assert "programs run again (the protocol, the extractor, the sandbox limits differ" in " ".join(
+        again.stderr.split()
+    )

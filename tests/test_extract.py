@@ -254,3 +254,37 @@ class TestCompatOrgeval:
         program = extract(text, extractor="trex-compat-orgeval")
         assert program.code == "')\nx = 1"
         assert "second pass" in program.reason
+
+
+class TestUnclosedThinkFallback:
+    """Issue 16: a model that ends (finish_reason stop) without closing <think> but wrote its final
+    program inside keeps that program; a truncated one (length) does not."""
+
+    SKETCH = "x = 1\n"
+    TEXT = f"<think>\nLet me model it.\n{fence(SKETCH)}\nSo:\n{fence(PROGRAM)}\n"
+
+    def test_stop_takes_the_last_complete_program_and_says_why(self) -> None:
+        stopped = Completion(problem_id="0", sample_index=0, text=self.TEXT, finish_reason="stop")
+        program = extract(stopped)
+        assert program.code == PROGRAM
+        assert (
+            "inside a <think> that is never closed" in program.reason
+            and "finish_reason stop" in program.reason
+        )
+
+    @pytest.mark.parametrize("finish_reason", ["length", None])
+    def test_other_finish_reasons_stay_no_code(self, finish_reason: str | None) -> None:
+        cut = Completion(problem_id="0", sample_index=0, text=self.TEXT, finish_reason=finish_reason)
+        program = extract(cut)
+        assert program.code is None and "<think> is never closed" in program.reason
+
+    def test_the_answer_outside_the_reasoning_still_wins(self) -> None:
+        text = f"{fence(PROGRAM)}\n<think>\n{fence(DRAFT)}\n"
+        program = extract(Completion(problem_id="0", sample_index=0, text=text, finish_reason="stop"))
+        assert program.code == PROGRAM and "inside a <think>" not in program.reason
+
+    def test_the_reproduced_protocol_is_untouched(self) -> None:
+        stopped = Completion(
+            problem_id="0", sample_index=0, text="<think>\n" + fence(PROGRAM), finish_reason="stop"
+        )
+        assert "never closed" not in extract(stopped, extractor="trex-compat-solver").reason

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 from cli_process import trex_eval
-from fake_server import FakeOpenAIServer, Reply
+from fake_server import FakeOpenAIServer, Reply, Status
 
 from trex_eval.backends.base import BackendSpec
 from trex_eval.backends.presets import load_presets, resolve_preset
+from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import BenchmarkError, StoreError
 from trex_eval.records import SamplingParams, Verdict
 from trex_eval.run import pipeline as runner
@@ -219,7 +220,7 @@ def test_resume_refuses_changed_settings(tmp_path: Path, data_dir: Path) -> None
             show_progress=False,
         ),
     )
-    with pytest.raises(StoreError, match="benchmark nl4opt: rule, rule_description differ"):
+    with pytest.raises(StoreError, match=r"benchmark nl4opt: rule was 'strict@1', now 'rel@1:rtol=0\.001'"):
         runner.run(*changed)
     again = runner.run(*request)
     assert again.graded_now == 0 and again.generated_now == 0
@@ -293,7 +294,115 @@ def test_failed_requests_count_as_failures(tmp_path: Path, data_dir: Path) -> No
         RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False),
     )
     verdicts = Counter(r.grade.verdict for r in RunStore(result.run_dir).iter_samples())
-    assert verdicts == {Verdict.NO_SOLVE: 3, Verdict.API_ERROR: 2}
+    # Problems 3 and 4 have no recorded completion: missing (issue 16), not a failed request.
+    assert verdicts == {Verdict.NO_SOLVE: 3, Verdict.MISSING: 2}
+    (bench,) = result.summary.benchmarks
+    assert (bench.api_errors, bench.missing_samples, bench.problems) == (0, 2, 5)
+    assert result.failure is None
+
+
+def test_a_run_whose_requests_failed_is_not_a_measurement(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 16: every request failed -> RunResult.failure names the cause, the CLI exits 3 with it
+    on stderr; below the threshold the run is a measurement."""
+    recorded = tmp_path / "failed.jsonl"
+    recorded.write_text(
+        "".join(json.dumps({"problem_id": str(i), "completion": None}) + "\n" for i in range(5))
+    )
+    done = _cli(
+        "grade", "--completions", str(recorded), "--benchmark", "nl4opt", "-o", str(tmp_path / "g"),
+        "--no-progress", "--data-dir", str(data_dir), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert (
+        "error: every model request failed; first: the model request failed: the recorded completion is null"
+        in " ".join(done.stderr.split())
+    )
+    assert " nl4opt " in done.stdout and "0.00" in done.stdout
+    mostly_fine = tmp_path / "mostly.jsonl"
+    mostly_fine.write_text(
+        "".join(
+            json.dumps({"problem_id": str(i), "completion": None if i == 0 else "no code"}) + "\n"
+            for i in range(20)
+        )
+    )
+    spec = BackendSpec(
+        name="r", backend="replay", model="x", options={"path": str(mostly_fine)}, sampling=SamplingParams()
+    )
+    result = runner.run(
+        RunSpec(model=spec, benchmarks=("nl4opt",), limit=20),
+        RunOptions(data_dir=data_dir, out=tmp_path / "one-in-twenty", show_progress=False),
+    )
+    assert result.summary.benchmarks[0].api_errors == 1 and result.failure is None  # 5% <= 10%
+
+
+def test_a_run_that_fails_before_its_first_sample_leaves_nothing_behind(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Issue 16: a missing key used to leave a manifest that refused the fixed retry."""
+    variable = "TREX_TEST_KEY_THAT_IS_NOT_SET"
+    assert variable not in os.environ
+    spec = BackendSpec(
+        name="keyed",
+        backend="openai",
+        model="m",
+        options={"base_url": "http://127.0.0.1:9/v1", "api_key_env": variable},
+        sampling=SamplingParams(),
+    )
+    out = tmp_path / "run"
+    with pytest.raises(Exception) as raised:
+        runner.run(
+            RunSpec(model=spec, benchmarks=("nl4opt",), limit=2),
+            RunOptions(data_dir=data_dir, out=out, show_progress=False),
+        )
+    assert variable in str(raised.value)
+    assert not out.exists()
+
+
+def test_changed_settings_name_the_field_and_both_values(tmp_path: Path, data_dir: Path) -> None:
+    recorded = tmp_path / "recorded.jsonl"
+    recorded.write_text(json.dumps({"problem_id": "0", "completion": "no code"}) + "\n")
+    spec = BackendSpec(
+        name="r", backend="replay", model="x", options={"path": str(recorded)}, sampling=SamplingParams()
+    )
+    options = RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False)
+    runner.run(RunSpec(model=spec, benchmarks=("nl4opt",), limit=1), options)
+    # The replayed file is part of the settings: editing it never resumes into the old grades.
+    recorded.write_text(json.dumps({"problem_id": "0", "completion": "still no code"}) + "\n")
+    with pytest.raises(StoreError, match=r"replay_sha256 was '[0-9a-f]{12}"):
+        runner.run(RunSpec(model=spec, benchmarks=("nl4opt",), limit=1), options)
+    other = spec.model_copy(update={"sampling": SamplingParams(temperature=0.7)})
+    with pytest.raises(StoreError, match=r"model\.sampling\.temperature was 0\.6, now 0\.7"):
+        runner.run(RunSpec(model=other, benchmarks=("nl4opt",), limit=1), options)
+
+
+def test_plain_progress_lines_when_stderr_is_not_a_terminal() -> None:
+    """Issue 16: a log file gets a line per benchmark every interval and at the end, with the
+    generated, graded, correct and pass@1-so-far counts."""
+    import io
+
+    from rich.console import Console
+
+    from trex_eval.run.progress import RunProgress
+
+    buffer = io.StringIO()
+    now = [0.0]
+    progress = RunProgress(
+        {"nl4opt": ("NL4OPT", 3)}, console=Console(file=buffer, width=40), interval_s=30, clock=lambda: now[0]
+    )
+    with progress:
+        progress.generated("nl4opt")
+        progress.graded("nl4opt", passed=True)
+        assert buffer.getvalue() == ""  # not 30 s yet
+        now[0] = 31.0
+        progress.generated("nl4opt")
+        progress.generated("nl4opt")
+        progress.graded("nl4opt", passed=False)
+        progress.graded("nl4opt", passed=True)
+    lines = buffer.getvalue().splitlines()
+    assert lines == [
+        "NL4OPT: graded 1/3 · generated 2 · correct 1 · pass@1 so far 100.0% · 0m31s",
+        "NL4OPT: graded 3/3 · generated 3 · correct 2 · pass@1 so far 66.7% · 0m31s",
+    ]
 
 
 def test_resume_keeps_each_benchmarks_rule_and_the_sandbox_limits(tmp_path: Path, data_dir: Path) -> None:
@@ -353,35 +462,30 @@ def test_compat_protocol_uses_the_reference_timeout_per_benchmark(tmp_path: Path
 
 
 def test_failed_requests_are_retried_when_the_run_is_resumed(tmp_path: Path, data_dir: Path) -> None:
-    recorded = tmp_path / "recorded.jsonl"
-    recorded.write_text(json.dumps({"problem_id": "0", "completion": "```python\nprint(1)\n```"}) + "\n")
-    spec = BackendSpec(
-        name="replayed",
-        backend="replay",
-        model="x",
-        options={"path": str(recorded)},
-        sampling=SamplingParams(),
-    )
-    request = (
-        RunSpec(
-            model=spec,
-            benchmarks=("nl4opt",),
-            limit=2,
-        ),
-        RunOptions(
-            data_dir=data_dir,
-            out=tmp_path / "run",
-            show_progress=False,
-        ),
-    )
-    runner.run(*request)
-    verdicts = {r.problem_id: r.grade.verdict for r in RunStore(tmp_path / "run").iter_samples()}
-    assert verdicts == {"0": Verdict.NO_SOLVE, "1": Verdict.API_ERROR}
-    with recorded.open("a") as handle:  # the missing completion arrives
-        handle.write(json.dumps({"problem_id": "1", "completion": "```python\nprint(2)\n```"}) + "\n")
-    options = RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False)
-    resumed = runner.run(runner.resume_spec(tmp_path / "run"), options)
-    assert (resumed.generated_now, resumed.graded_now) == (1, 1)
+    """A request that failed (HTTP 500 through every retry) is asked again on resume; the stored
+    sample is not. (A replayed file cannot change under a run: its sha256 is in the settings.)"""
+    failing = {"on": True}
+    program = "```python\nprint(1)\n```"
+    second = load_benchmark("nl4opt", data_dir=data_dir).problems[1].question[:80]
+    with FakeOpenAIServer(
+        lambda key, attempt: Status(500) if failing["on"] and second in key else Reply(text=program)
+    ) as server:
+        spec = BackendSpec(
+            name="fake",
+            backend="openai",
+            model="served-model",
+            options={"base_url": server.base_url, "verify_model": False, "max_retries": 0},
+            sampling=SamplingParams(),
+        )
+        run = RunSpec(model=spec, benchmarks=("nl4opt",), limit=2, prompt_set="neutral")
+        options = RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False)
+        first = runner.run(run, options)
+        verdicts = {r.problem_id: r.grade.verdict for r in RunStore(tmp_path / "run").iter_samples()}
+        assert verdicts == {"0": Verdict.NO_SOLVE, "1": Verdict.API_ERROR}
+        assert first.failure is not None and "1 of 2 model requests failed (50% > 10%)" in first.failure
+        failing["on"] = False
+        resumed = runner.run(runner.resume_spec(tmp_path / "run"), options)
+    assert (resumed.generated_now, resumed.graded_now) == (1, 1) and resumed.failure is None
     verdicts = {r.problem_id: r.grade.verdict for r in RunStore(tmp_path / "run").iter_samples()}
     assert verdicts == {"0": Verdict.NO_SOLVE, "1": Verdict.NO_SOLVE}
 

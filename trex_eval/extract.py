@@ -29,6 +29,14 @@ the reproduced protocols.
     (printed output, LP text) are never chosen. Otherwise ``code`` is ``None`` and ``reason``
     says what was found instead.
 
+    One exception reads reasoning: a :class:`~trex_eval.records.Completion` whose
+    ``finish_reason`` is ``stop`` (the model ended its answer; nothing was cut off) but whose
+    ``<think>`` is never closed and whose text outside it holds no program. Models prompted to
+    use ``<think>`` tags sometimes forget the closing tag and write the final program inside;
+    then the last complete (closed, parsing, importing) Python block after the unclosed tag is
+    taken, and ``reason`` says so. With any other finish reason (``length``: truncated) the
+    sample stays ``no_code``.
+
 The protocols register their own extractors here too: ``trex-compat-solver`` and
 ``trex-compat-orgeval`` (:mod:`trex_eval.protocols.trex_compat.extract`).
 
@@ -76,6 +84,13 @@ def extract(completion: Completion | str, *, extractor: str = DEFAULT_EXTRACTOR)
     else:
         text = completion
     code, reason = function(text)
+    if (
+        code is None
+        and extractor == DEFAULT_EXTRACTOR
+        and isinstance(completion, Completion)
+        and completion.finish_reason == "stop"
+    ):
+        code, reason = _inside_unclosed_think(text) or (code, reason)
     if code is not None and not code.strip():
         return Program(code=None, extractor=extractor, reason=f"{reason} (empty)")
     return Program(code=code, extractor=extractor, reason=reason)
@@ -113,6 +128,7 @@ class _Answer:
     removed_reasoning: bool
     unclosed_reasoning: bool
     reasoning_text: str
+    unclosed_text: str = ""
 
 
 def _split_reasoning(text: str) -> _Answer:
@@ -149,6 +165,7 @@ def _split_reasoning(text: str) -> _Answer:
         removed_reasoning=removed or inside,
         unclosed_reasoning=inside,
         reasoning_text="".join(dropped),
+        unclosed_text=text[position:] if inside else "",
     )
 
 
@@ -289,6 +306,21 @@ def extract_default(text: str) -> Extraction:
     if _candidates(answer.reasoning_text):
         return None, "no_code: code appears only inside <think> reasoning, which is never run"
     return None, f"no_code: no Python block or program in the answer{where}"
+
+
+def _inside_unclosed_think(text: str) -> Extraction | None:
+    """The last complete Python program after an unclosed ``<think>`` (see the module docstring),
+    or ``None`` when the reasoning is closed or holds no such block."""
+    answer = _split_reasoning(text.replace("\r\n", "\n"))
+    if not answer.unclosed_reasoning:
+        return None
+    for block in reversed(_candidates(answer.unclosed_text)):
+        if block.closed and _rank(block, _inspect(block.code)) == 0:
+            return block.code, (
+                f"last complete {block.label} inside a <think> that is never closed "
+                "(finish_reason stop: the model ended without closing its reasoning)"
+            )
+    return None
 
 
 # --------------------------------------------------------------------------- raw

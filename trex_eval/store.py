@@ -89,6 +89,9 @@ class BenchmarkEntry(Record):
     prompt_set: str
     template_sha256: str
     limits: SandboxLimits | None = None
+    problem_ids: tuple[str, ...] | None = None
+    """The problems selected, when the run graded a chosen subset (``grade --completions``: the ids
+    the file holds) rather than the first ``problems`` of the benchmark; ``None``: the first ones."""
 
     @property
     def requested(self) -> str:
@@ -122,6 +125,9 @@ class RunSettings(Record):
     gurobi: GurobiPolicy = "auto"
     limits: SandboxLimits | None = None
     benchmarks: tuple[BenchmarkEntry, ...]
+    replay_sha256: str | None = None
+    """sha256 of the replayed completions file (``replay`` backend), so that a changed file never
+    resumes into a run graded from the old one; ``None`` for other backends."""
 
     @field_validator("gurobi", mode="before")
     @classmethod

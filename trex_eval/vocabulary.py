@@ -113,6 +113,8 @@ class Verdict(str, Enum):
     NO_SOLVE = "no_solve"
     SOLVER_ERROR = "solver_error"
     NOT_RUN = "not_run"
+    MISSING = "missing"
+    """No completion was recorded for the sample (a replayed file without it): not a failed request."""
 
     @property
     def is_environment_failure(self) -> bool:

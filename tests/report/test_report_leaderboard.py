@@ -120,8 +120,8 @@ class TestTable:
 
     def test_markdown_cells_say_what_they_are(self, board: Leaderboard) -> None:
         markdown = render_leaderboard_markdown(board)
-        assert "| 2 | broken | default | t-rex | 1 | 90.00 [" in markdown  # b4o-feasible comes first
-        assert "n=10" in markdown and "80.00†" in markdown
+        assert "| 2 | broken | default | t-rex | 1 | 90.00* [" in markdown  # b4o-feasible; n=10: Wilson
+        assert "n=10" in markdown and "80.00†*" in markdown and "Wilson score interval" in markdown
         assert "95% percentile bootstrap over problems (10000 resamples, seed 0)" in markdown
         for column in board.columns:
             assert (
@@ -190,7 +190,7 @@ class TestMixing:
 
 class TestReported:
     def test_published_rows_stay_in_their_own_table(self, board: Leaderboard) -> None:
-        published = load_published(REPO / "results" / "published.csv")
+        published = load_published(REPO / "results" / "published" / "published.csv")
         markdown = render_leaderboard_markdown(board, published=published)
         measured, reported = markdown.split("## Reported, not re-run")
         assert "DeepSeek-V4-Flash-OR" not in measured
@@ -200,11 +200,15 @@ class TestReported:
 
 
 def _marks(bench: BenchmarkSummary) -> str:
-    return ("†" if bench.environment_failures else "") + ("‡" if bench.missing_samples else "")
+    return (
+        ("†" if bench.environment_failures else "")
+        + ("‡" if bench.missing_samples else "")
+        + ("*" if bench.small_n else "")
+    )
 
 
 class TestTerminal:
-    """`trex-eval leaderboard` prints the board: a table where it fits, one block per run where not."""
+    """`trex-eval leaderboard` prints one compact table: a section per run, a row per benchmark."""
 
     @staticmethod
     def _cli(columns: int, *runs: Path, tmp_path: Path) -> str:
@@ -212,36 +216,50 @@ class TestTerminal:
             "leaderboard", *map(str, runs), "--out", str(tmp_path / "b.csv"), columns=columns
         ).stdout
 
-    def test_wide_terminal_gets_the_table(
-        self, board: Leaderboard, reference_dir: Path, broken_dir: Path, tmp_path: Path
+    def test_the_table_fits_80_columns_and_names_every_rank_group(
+        self, reference_dir: Path, broken_dir: Path, compat_dir: Path, tmp_path: Path
     ) -> None:
-        text = self._cli(200, broken_dir, reference_dir, tmp_path=tmp_path)
-        lines = text.splitlines()
-        header = next(line for line in lines if line.split()[:2] == ["#", "run"])
-        for column in board.columns:
-            assert column.rule in header
-        for row in board.rows:
-            line = next(line for line in lines if line.split()[:2] == [str(row.rank), row.label])
-            for column in board.columns:
-                bench = row.cell(column.label)
-                assert bench is not None and percent(bench.pass_at_1) in line
-
-    def test_narrow_terminal_gets_blocks_that_fit(
-        self, board: Leaderboard, reference_dir: Path, broken_dir: Path, compat_dir: Path, tmp_path: Path
-    ) -> None:
+        """Issue 16: a mixed board at 80 columns: one row per (run, benchmark), each run a section
+        row saying its rank and, with split macro columns, which group that rank counts in."""
         text = self._cli(80, broken_dir, reference_dir, compat_dir, tmp_path=tmp_path)
         lines = text.splitlines()
-        assert max(len(line) for line in lines) <= 80
+        # Every line fits, but the path of the CSV written: paths are never split.
+        assert max(len(line) for line in lines if not line.startswith("leaderboard CSV: ")) <= 80
         mixed = leaderboard_from_dirs([broken_dir, reference_dir, compat_dir])
+        assert len(mixed.macro_columns) > 1
         for row in mixed.rows:
-            start = lines.index(f"{row.rank}  {row.label}")
-            block = lines[start + 1 : start + 1 + len(row.cells) + 1]
+            start = next(
+                i
+                for i, line in enumerate(lines)
+                if line.strip() == f"#{row.rank} in {row.macro_column}  {row.label}"
+            )
+            block = lines[start + 1 : start + 1 + len(row.cells)]
             for label in row.cells:
                 bench = row.cell(label)
                 assert bench is not None
                 assert any(
-                    line.split()[:2] == [label, percent(bench.pass_at_1) + _marks(bench)] for line in block
+                    line.split()[:3] == [label, str(bench.problems), percent(bench.pass_at_1) + _marks(bench)]
+                    for line in block
                 ), (label, block)
+        assert "definitions and run details: --md" in text
+        assert (tmp_path / "b.csv").is_file()
+
+    def test_filesystem_errors_read_as_sentences(self, reference_dir: Path, tmp_path: Path) -> None:
+        """Issue 16: no raw `[Errno 20] Not a directory` texts; the path and what to do instead."""
+        (tmp_path / "file").write_text("")
+        failed = trex_eval(
+            "leaderboard", str(reference_dir), "-o", str(tmp_path / "file" / "b.csv"), expect=2
+        )
+        assert "Errno" not in failed.stderr
+        assert f"error: cannot use {tmp_path / 'file'}: file exists\n" in failed.stderr
+        assert "-> a file of that name is in the way of a folder" in failed.stderr
+
+    def test_printing_writes_no_file(self, reference_dir: Path, tmp_path: Path) -> None:
+        """Issue 16: only --out/--html write (the CSV used to land in results/ uninvited)."""
+        work = tmp_path / "work"
+        work.mkdir()
+        done = trex_eval("leaderboard", str(reference_dir), cwd=work, columns=80)
+        assert "reference" in done.stdout and list(work.iterdir()) == []
 
     def test_a_glob_over_results_skips_what_is_not_a_run(self, reference_dir: Path, tmp_path: Path) -> None:
         """`trex-eval leaderboard results/*` in a clone also passes the shipped CSVs."""

@@ -68,10 +68,10 @@ class TestOutcomes:
 
 class TestPublished:
     def test_the_committed_file(self) -> None:
-        assert shipped_published_csv() == REPO / "results" / "published.csv"
+        assert shipped_published_csv() == REPO / "results" / "published" / "published.csv"
         scores = {
             (score.model, score.benchmark): score
-            for score in load_published(REPO / "results" / "published.csv")
+            for score in load_published(REPO / "results" / "published" / "published.csv")
         }
         # the T-Rex README's figures (reference-harness §6.4): 71.81, and 3.98 / 11.27 points below it
         assert scores[("DeepSeek-V4-Flash-OR", "average")].score_pct == 71.81

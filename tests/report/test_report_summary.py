@@ -12,7 +12,7 @@ import numpy as np
 import pipeline_runs as pr
 import pytest
 from records_factory import entry, manifest, sample
-from scipy.stats import bootstrap
+from scipy.stats import binomtest, bootstrap
 
 from trex_eval.errors import StoreError
 from trex_eval.metrics import bootstrap_ci
@@ -28,7 +28,7 @@ from trex_eval.report import (
     summarize_results,
     summary_json,
 )
-from trex_eval.report.intervals import stratified_bootstrap_ci
+from trex_eval.report.intervals import stratified_bootstrap_ci, wilson_ci
 from trex_eval.store import RunStore
 
 
@@ -40,8 +40,13 @@ class TestPipelineRuns:
     def test_reference_run_scores_everything(self, reference: RunResults) -> None:
         summary = summarize_results(reference)
         assert [bench.benchmark for bench in summary.benchmarks] == list(pr.BENCHMARKS)
+        wilson = binomtest(pr.LIMIT, pr.LIMIT).proportion_ci(method="wilson")
         for bench in summary.benchmarks:
-            assert (bench.problems, bench.pass_at_1, bench.ci_low, bench.ci_high) == (pr.LIMIT, 1.0, 1.0, 1.0)
+            # Ten problems all correct: a small-n Wilson interval, never the certain-looking [1, 1].
+            assert (bench.problems, bench.pass_at_1, bench.ci_high) == (pr.LIMIT, 1.0, 1.0)
+            assert (
+                bench.small_n and bench.ci_low == pytest.approx(wilson.low, rel=1e-9) and bench.ci_low < 0.75
+            )
             assert bench.outcomes[Outcome.CORRECT] == pr.LIMIT
         assert summary.macro_pass_at_1 == 1.0
         assert summary.notes == ()
@@ -173,8 +178,9 @@ class TestSampling:
 
 
 class TestIntervals:
-    def test_pass_at_1_interval_is_the_bootstrap_of_per_problem_scores(self, broken_dir: Path) -> None:
-        """Recompute per-problem correctness straight from samples.jsonl and bootstrap it twice."""
+    def test_small_n_interval_is_wilson_and_large_n_the_bootstrap(self, broken_dir: Path) -> None:
+        """Recompute per-problem correctness straight from samples.jsonl: ten problems get scipy's
+        Wilson interval; the same scores repeated to 40 problems get the percentile bootstrap."""
         lines = [json.loads(line) for line in (broken_dir / "samples.jsonl").read_text().splitlines()]
         nl4opt_lines = sorted(
             (line for line in lines if line["benchmark"] == "nl4opt"),
@@ -184,13 +190,25 @@ class TestIntervals:
         assert scores == [0.0] * 7 + [1.0] * 3  # problems 0-6 broken, in id order
         store = RunStore(broken_dir)
         nl4opt = summarize(store.read_manifest(), store.iter_samples()).benchmarks[0]
-        assert (nl4opt.ci_low, nl4opt.ci_high) == bootstrap_ci(scores)
-        scipy = bootstrap(
-            (np.array(scores),), np.mean, n_resamples=10_000, method="percentile", random_state=1
-        )
-        step = 1 / pr.LIMIT  # resampled means of ten 0/1 values move in steps of 0.1
-        assert nl4opt.ci_low == pytest.approx(scipy.confidence_interval.low, abs=step)
-        assert nl4opt.ci_high == pytest.approx(scipy.confidence_interval.high, abs=step)
+        wilson = binomtest(3, pr.LIMIT).proportion_ci(confidence_level=0.95, method="wilson")
+        assert nl4opt.small_n and nl4opt.interval_method == "wilson"
+        assert (nl4opt.ci_low, nl4opt.ci_high) == pytest.approx((wilson.low, wilson.high), rel=1e-9)
+        many = scores * 4
+        forty = manifest("forty", [entry("toy", problems=40)])
+        records = [
+            sample(
+                "toy", str(i), verdict=Verdict.CORRECT if score else Verdict.WRONG, predicted=1.0 + 1 - score
+            )
+            for i, score in enumerate(many)
+        ]
+        toy = summarize(forty, records).benchmarks[0]
+        assert not toy.small_n and (toy.ci_low, toy.ci_high) == bootstrap_ci(many)
+        assert (toy.ci_low, toy.ci_high) != wilson_ci(0.3, 40, confidence=0.95)
+        scipy = bootstrap((np.array(many),), np.mean, n_resamples=10_000, method="percentile", random_state=1)
+        low, high = toy.ci_low, toy.ci_high
+        step = 1 / len(many)  # resampled means of forty 0/1 values move in steps of 0.025
+        assert low == pytest.approx(scipy.confidence_interval.low, abs=step)
+        assert high == pytest.approx(scipy.confidence_interval.high, abs=step)
 
     def test_stratified_macro_interval_matches_scipy(self) -> None:
         rng = np.random.default_rng(7)

@@ -123,7 +123,7 @@ def test_the_harness_and_every_data_folder_are_out_of_reach(deny_pool: SandboxPo
         REPO / "pyproject.toml",
         REPO / "trex_eval" / "__init__.py",
         REPO / "trex_eval" / "benchmarks",
-        REPO / "results" / "published.csv",
+        REPO / "results" / "published" / "published.csv",
         REPO / "results",
         REPO / "benchmarks",
         SHARED,

@@ -12,10 +12,11 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from trex_eval import __version__
 from trex_eval.cli import benchmarks_cmd, catalogue_cmd, data_cmd, report_cmd, run_cmd
-from trex_eval.cli._common import err, out
+from trex_eval.cli._common import describe_os_error, err, out
 from trex_eval.errors import TrexError
 
 app = typer.Typer(
@@ -89,5 +90,6 @@ def main() -> None:
         sys.exit(2)
     except OSError as exc:
         # A path the user gave cannot be read or written (permissions, a missing folder, a full disk).
-        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        message = escape(describe_os_error(exc))
+        err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Optional
@@ -16,6 +17,27 @@ err = Console(stderr=True)
 def echo_text(text: str) -> None:
     """Print Markdown/CSV text verbatim: no wrapping or markup, so it can be piped into a file."""
     typer.echo(text.rstrip("\n"))
+
+
+_OS_HINTS = {
+    errno.EACCES: "check its permissions, or choose another place with --out",
+    errno.EPERM: "check its permissions, or choose another place with --out",
+    errno.EROFS: "the file system is read-only: choose another place with --out",
+    errno.ENOSPC: "the disk is full: free some space, then resume",
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: check the path",
+    errno.EISDIR: "the path is a folder: give a file name",
+    errno.EEXIST: "a file of that name is in the way of a folder: check the path",
+}
+
+
+def describe_os_error(error: OSError) -> str:
+    """One message for a file-system failure: the path, the reason in words (no ``[Errno N]``),
+    and what to do, in the ``TrexError`` layout (``message\n  -> hint``)."""
+    what = f"cannot use {error.filename}" if error.filename else "a file operation failed"
+    reason = (error.strerror or str(error)).lower()
+    hint = _OS_HINTS.get(error.errno or 0, "check the path and its permissions")
+    return f"{what}: {reason}\n  -> {hint}"
 
 
 def data_dir_for(benchmarks: Sequence[str], explicit: Path | None) -> Path | None:

@@ -6,14 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich import box
 from rich.markup import escape
-from rich.table import Table
 
 from trex_eval.cli._common import echo_text, err, out
 
 if TYPE_CHECKING:
-    from trex_eval.report.leaderboard import Leaderboard
     from trex_eval.report.published import PublishedScore
 
 RunDirs = Annotated[
@@ -28,7 +25,8 @@ RunDirs = Annotated[
 
 def _run_dirs(paths: list[Path]) -> list[Path]:
     """The run directories among ``paths`` (a shell glob such as ``results/*`` also brings the
-    shipped CSVs and earlier reports), each skipped path named on stderr.
+    published folder and earlier reports), each skipped path named on stderr; a folder holding run
+    directories (a several-rule re-grade) stands for them.
 
     Raises:
         ConfigError: none of ``paths`` is a run directory.
@@ -36,9 +34,19 @@ def _run_dirs(paths: list[Path]) -> list[Path]:
     from trex_eval.errors import ConfigError
     from trex_eval.store import MANIFEST
 
-    runs = [path for path in paths if (path / MANIFEST).is_file()]
+    runs: list[Path] = []
+    expanded: set[Path] = set()
     for path in paths:
-        if path not in runs:
+        if (path / MANIFEST).is_file():
+            runs.append(path)
+        elif path.is_dir():
+            # A several-rule re-grade (`grade RUN --rule A --rule B`): one run directory per rule.
+            inner = sorted(child for child in path.iterdir() if (child / MANIFEST).is_file())
+            if inner:
+                runs.extend(inner)
+                expanded.add(path)
+    for path in paths:
+        if path not in runs and path not in expanded:
             what = "a file" if path.is_file() else "no such path" if not path.exists() else f"no {MANIFEST}"
             err.print(f"note: skipping {path}: not a run directory ({what})", markup=False, highlight=False)
     if not runs:
@@ -65,9 +73,11 @@ def _published(include: bool) -> tuple[PublishedScore, ...]:
 def leaderboard(
     runs: RunDirs,
     csv_out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="CSV to write (one row per run, one column group per benchmark)."),
-    ] = Path("results/leaderboard.csv"),
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--out", "-o", help="Also write the CSV here (one row per run, one column group per benchmark)."
+        ),
+    ] = None,
     md: Annotated[
         bool,
         typer.Option(
@@ -85,7 +95,8 @@ def leaderboard(
     """One row per run, score + 95% CI + n per benchmark, and the macro average.
 
     Runs graded under different rules or data versions never share a column: the benchmark is split
-    into one column per variant, and a warning names the runs in each.
+    into one column per variant, and a warning names the runs in each. Writes files only when asked
+    (--out CSV, --html).
     """
     from trex_eval.report import (
         leaderboard_from_dirs,
@@ -94,74 +105,29 @@ def leaderboard(
         write_html_report,
         write_leaderboard_csv,
     )
+    from trex_eval.report.terminal import leaderboard_table
 
     runs = _run_dirs(runs)
     board = leaderboard_from_dirs(runs)
-    csv_out.parent.mkdir(parents=True, exist_ok=True)
-    write_leaderboard_csv(board, csv_out)
     reported = _published(published)
     if md:
         echo_text(render_leaderboard_markdown(board, published=reported))
     else:
-        _print_board(board)
+        out.print(leaderboard_table(board))
     for warning in board.warnings:
-        err.print(f"warning: {warning}", highlight=False)
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if csv_out is not None:
+        write_leaderboard_csv(board, csv_out)
+        _wrote("leaderboard CSV", csv_out)
     if html is not None:
         write_html_report(html, load_runs(runs), baseline=0, published=reported)
-        out.print(f"HTML report: {html}")
-    out.print(f"leaderboard CSV: {csv_out}")
+        _wrote("HTML report", html)
+    elif not md:
+        out.print("[dim]definitions and run details: --md, or --html FILE[/dim]")
 
 
-def _print_board(board: Leaderboard) -> None:
-    """The leaderboard for a terminal: a table when it fits the width, else one block per run."""
-    from trex_eval.report import macro_parts, score_parts
-
-    headers = [(column.label, column.rule) for column in board.columns]
-    headers += [(macro.label, "") for macro in board.macro_columns]
-    rows = [
-        (
-            row,
-            [score_parts(row.cell(column.label)) for column in board.columns]
-            + [macro_parts(row, macro.label) for macro in board.macro_columns],
-        )
-        for row in board.rows
-    ]
-    caption = f"pass@1 % [{board.interval.describe()}]"
-    # A cell needs about "[100.00, 100.00]" plus padding; a narrower column wraps into noise.
-    label_width = max((len(row.label) for row in board.rows), default=3)
-    needed = 6 + label_width + sum(max(16, len(label), len(rule)) + 2 for label, rule in headers)
-    if needed <= out.width:
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=caption)
-        table.add_column("#", justify="right")
-        table.add_column("run", no_wrap=True, style="bold")
-        for label, rule in headers:
-            table.add_column(f"{escape(label)}\n[dim]{escape(rule)}[/dim]", justify="right")
-        for row, parts in rows:
-            table.add_row(str(row.rank), escape(row.label), *(_cell(score, rest) for score, rest in parts))
-        out.print(table)
-        return
-    names = [label if "[" in label or not rule else f"{label} ({rule})" for label, rule in headers]
-    width = min(max(len(name) for name in names), max(12, out.width - 40))
-    for row, parts in rows:
-        out.print(f"{row.rank}  [bold]{escape(row.label)}[/bold]")
-        for name, (score, rest) in zip(names, parts, strict=True):
-            if score == "–":
-                continue
-            if len(name) > width:
-                out.print(f"   {escape(name)}", highlight=False)
-                name = ""
-            # Padded before escaping: the markup escapes are not printed.
-            out.print(escape(f"   {name:<{width}} {score:>7}  {rest}"), highlight=False)
-    out.print(f"[dim]{escape(caption)}[/dim]")
-
-
-def _cell(score: str, rest: str) -> str:
-    """Score, then interval and n on lines of their own (dim), so columns stay narrow."""
-    interval, _, n = rest.partition(" n=")
-    lines = [escape(score)] + [
-        f"[dim]{escape(part)}[/dim]" for part in (interval, f"n={n}" if n else "") if part
-    ]
-    return "\n".join(lines)
+def _wrote(what: str, path: Path) -> None:
+    out.print(f"{what}: {escape(str(path))}", highlight=False, soft_wrap=True)
 
 
 def compare(
@@ -174,8 +140,20 @@ def compare(
     ] = None,
     csv_out: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--out", "-o", help="Also write the comparison as CSV."),
+        typer.Option(
+            "--out", "-o", help="Also write the comparison as CSV, and as Markdown beside it (.md)."
+        ),
     ] = None,
+    md: Annotated[
+        bool,
+        typer.Option("--md", help="Print the full Markdown (definitions, flipped problems) instead."),
+    ] = False,
+    common: Annotated[
+        bool,
+        typer.Option(
+            "--common", help="Pair runs of different selections (--limit) on the problems both hold."
+        ),
+    ] = False,
 ) -> None:
     """Paired ablation comparison (e.g. base vs SFT vs CPT+SFT): per benchmark and overall, the
     difference with a paired bootstrap CI, exact McNemar p-value, problems won/lost and the flips."""
@@ -186,15 +164,26 @@ def compare(
         select_baseline,
         write_comparison_csv,
     )
+    from trex_eval.report.terminal import comparison_table, warnings_of
 
     loaded = load_runs(_run_dirs(runs))
     index = select_baseline(loaded, baseline) if baseline is not None else 0
-    result = compare_runs(loaded, baseline=index)
-    echo_text(render_comparison_markdown(result))
+    result = compare_runs(loaded, baseline=index, common=common)
+    markdown = render_comparison_markdown(result)
+    if md:
+        echo_text(markdown)
+    else:
+        out.print(comparison_table(result))
+        for warning in warnings_of(result):
+            err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if csv_out is not None:
-        csv_out.parent.mkdir(parents=True, exist_ok=True)
         write_comparison_csv(result, csv_out)
-        out.print(f"comparison CSV: {csv_out}")
+        _wrote("comparison CSV", csv_out)
+        markdown_path = csv_out.with_suffix(".md")
+        markdown_path.write_text(markdown, encoding="utf-8")
+        _wrote("full comparison", markdown_path)
+    elif not md:
+        out.print("[dim]flipped problems and definitions: --md, or --out FILE.csv (writes FILE.md too)[/dim]")
 
 
 def report(
@@ -218,4 +207,4 @@ def report(
     index = select_baseline(loaded, baseline) if baseline is not None else 0
     html.parent.mkdir(parents=True, exist_ok=True)
     write_html_report(html, loaded, baseline=index, published=_published(published))
-    out.print(f"HTML report: {html}")
+    _wrote("HTML report", html)

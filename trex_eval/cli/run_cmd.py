@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Optional, TypeVar, cast, get_args
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 
 from trex_eval.cli._common import (
     DataDirOption,
@@ -21,11 +24,14 @@ from trex_eval.cli._common import (
 from trex_eval.errors import ConfigError
 from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.records import GUROBI_POLICY_ALIASES, FewShotStrategy, GurobiPolicy
-from trex_eval.store import MANIFEST, RunStore
+from trex_eval.store import MANIFEST, SUMMARY_MD, RunStore
 
 if TYPE_CHECKING:
     from trex_eval.run.pipeline import RunResult
     from trex_eval.run.spec import RunOptions, RunSpec
+
+
+_T = TypeVar("_T")
 
 
 def _protocol_help() -> str:
@@ -99,16 +105,63 @@ def _overrides(opts: list[str]) -> dict[str, str]:
     return parsed
 
 
+EXIT_NOT_A_MEASUREMENT = 3
+"""Exit code of a run or grade that finished but measured nothing trustworthy: every model request
+failed, or more than ``MAX_API_ERROR_RATE`` of them (the cause is printed on stderr)."""
+
+
 def _run_interruptibly(spec: RunSpec, options: RunOptions) -> RunResult:
-    """:func:`trex_eval.run.pipeline.run`, saying how to continue when the user presses Ctrl-C."""
+    """:func:`trex_eval.run.pipeline.run`, saying how to continue when the user presses Ctrl-C or
+    the process gets SIGTERM."""
+    from dataclasses import replace
+
     from trex_eval.run import pipeline as runner
 
+    if options.out is None:
+        # Chosen here rather than in the pipeline so that an interrupted run can name its directory.
+        options = replace(options, out=Path("results") / runner.default_run_id(spec))
+    return _interruptible(lambda: runner.run(spec, options), options.out)
+
+
+def _interruptible(work: Callable[[], _T], where: Path | None) -> _T:
     try:
-        return runner.run(spec, options)
+        return work()
     except KeyboardInterrupt:
-        where = options.out or "results/<run-id>"
-        err.print(f"interrupted: finished samples are kept; continue with `trex-eval run --resume {where}`")
+        _resume_hint("interrupted", where)
         raise typer.Exit(130) from None
+    except SystemExit as exit_:
+        if exit_.code == 128 + signal.SIGTERM:
+            _resume_hint("terminated (SIGTERM)", where)
+        raise
+
+
+def _resume_hint(what: str, where: Path | None) -> None:
+    if where is not None and (where / MANIFEST).is_file():
+        err.print(
+            f"{what}: finished samples are kept; continue with `trex-eval run --resume {where}`",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        err.print(f"{what} before the run stored anything", markup=False, highlight=False)
+
+
+def _report(result: RunResult, *, what: str = "full summary") -> None:
+    """The end of ``run`` and ``grade``: the compact table, where the full summary is, and exit
+    code 3 with the cause on stderr when the run is not a measurement."""
+    from trex_eval.report.terminal import summary_table
+
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    out.print(summary_table(result.summary))
+    counts = f"{result.generated_now} generated, {result.graded_now} graded"
+    if result.reused_now:
+        counts += f", {result.reused_now} stored executions reused, {result.executed_now} programs run"
+    out.print(f"{what}: {result.run_dir / SUMMARY_MD}  ({counts})", highlight=False, soft_wrap=True)
+    if result.failure is not None:
+        err.print(f"[bold red]error:[/] {escape(result.failure)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_NOT_A_MEASUREMENT)
 
 
 def register(app: typer.Typer) -> None:
@@ -359,11 +412,7 @@ def run(
             command=command,
             show_progress=not no_progress,
         )
-    result = _run_interruptibly(spec, options)
-    echo_text((result.run_dir / "summary.md").read_text(encoding="utf-8"))
-    out.print(
-        f"run directory: {result.run_dir}  ({result.generated_now} generated, {result.graded_now} graded now)"
-    )
+    _report(_run_interruptibly(spec, options))
 
 
 def grade(
@@ -407,6 +456,14 @@ def grade(
             "--samples", "-k", help="Completions file: samples per problem (records of an id in file order)."
         ),
     ] = 1,
+    all_problems: Annotated[
+        bool,
+        typer.Option(
+            "--all-problems",
+            help="Completions file: grade every problem of the benchmark (those without a completion as "
+            "missing, ‡) instead of the ids the file holds.",
+        ),
+    ] = False,
     workers: Annotated[int, typer.Option("--workers", help="Programs executed at once.")] = 2,
     out_dir: Annotated[
         Optional[Path],  # noqa: UP045
@@ -415,10 +472,15 @@ def grade(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars.")] = False,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Grade stored completions again (another rule or protocol) without calling a model.
+    """Grade stored completions again (other rules or protocol) without calling a model.
 
-    A run directory is re-graded with its own benchmarks, prompt set and samples; a completions file
-    from another tool needs --benchmark and its field names (or --code-field for extracted programs).
+    A run directory is re-graded with its own benchmarks, prompt set and samples, reusing each
+    program's stored execution when only the rule changes; several --rule of one kind grade into one
+    directory, a run directory per rule. A completions file from another tool needs --benchmark and
+    its field names (or --code-field for extracted programs); the problems it holds are graded (the
+    others are named as left out; --all-problems keeps the benchmark's full denominator).
+
+    Exit codes: 0 graded, 2 a user error, 3 more than 10% of the samples are API errors.
 
     Example: trex-eval grade --completions out.jsonl --benchmark my-bench --id-field qid
     --text-field response.choices.0.message.content --rule orlm
@@ -436,7 +498,7 @@ def grade(
         names = [b.requested for b in RunStore(given[0]).read_manifest().settings.benchmarks]
     else:
         names = [benchmark] if benchmark else []
-    spec, options = regrade.request_for(
+    plan = regrade.plan_regrade(
         given[0],
         data_dir=data_dir_for(names, data_dir),
         rules=_split(rule),
@@ -448,15 +510,38 @@ def grade(
             code_field=code_field,
             prompt_set=prompt_set,
             samples=samples,
+            all_problems=all_problems,
         ),
         workers=workers,
         out=out_dir,
         command=tuple(sys.argv),
         show_progress=not no_progress,
     )
-    result = _run_interruptibly(spec, options)
-    echo_text((result.run_dir / "summary.md").read_text(encoding="utf-8"))
-    out.print(f"run directory: {result.run_dir}")
+    for note in plan.notes:
+        err.print(f"[bold yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
+    if not plan.several:
+        ((spec, options),) = plan.passes
+        _report(_run_interruptibly(spec, options))
+        return
+    from trex_eval.report.terminal import rules_table
+
+    results = _interruptible(lambda: regrade.run_regrade(plan), plan.root)
+    for note in dict.fromkeys(note for result in results for note in result.notes):
+        err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    out.print(rules_table([r.summary for r in results], [r.run_dir.name for r in results]))
+    reused = sum(result.reused_now for result in results)
+    executed = sum(result.executed_now for result in results)
+    assert plan.root is not None
+    out.print(
+        f"{len(results)} rules: {plan.root / regrade.LEADERBOARD_MD} and one run directory per rule "
+        f"({reused} stored executions reused, {executed} programs run)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    failures = [result.failure for result in results if result.failure is not None]
+    if failures:
+        err.print(f"[bold red]error:[/] {escape(failures[0])}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_NOT_A_MEASUREMENT)
 
 
 def audit(
@@ -465,10 +550,21 @@ def audit(
     ] = [],  # noqa: B006
     protocol: Annotated[str, typer.Option("--protocol", help=_PROTOCOL_HELP)] = DEFAULT_PROTOCOL,
     rule: Annotated[list[str], typer.Option("--rule", help="Rule spec(s) to audit under.")] = [],  # noqa: B006
+    out_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--out", "-o", help="Run directory (default results/audit-<tag>-<time>)."),
+    ] = None,
     csv_path: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--csv", help="Per-item CSV (default results/audit-<protocol or rule>.csv)."),
+        typer.Option("--csv", help="Also write the per-item CSV here (it is always in the run directory)."),
     ] = None,
+    publish: Annotated[
+        bool,
+        typer.Option(
+            "--publish",
+            help="Also write the CSV to results/published/audit-<protocol or rule>.csv (committed audits).",
+        ),
+    ] = False,
     gurobi: Annotated[
         str,
         typer.Option(
@@ -480,7 +576,10 @@ def audit(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars.")] = False,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Grade each benchmark's own reference solutions: every failure is a data or grading problem to check."""
+    """Grade each benchmark's own reference solutions: every failure is a data or grading problem to check.
+
+    Writes a run directory holding audit.csv and audit.md; results/published/ changes only with --publish.
+    """
     from trex_eval.run import audit as audit_mod
 
     protocol_name = _protocol(protocol)
@@ -494,6 +593,10 @@ def audit(
         gurobi=gurobi_policy,
         workers=workers,
         show_progress=not no_progress,
+        out=out_dir,
+        publish=publish,
     )
     echo_text(result.markdown)
-    out.print(f"per-item CSV: {result.csv_path}")
+    out.print(f"per-item CSV: {result.csv_path}", highlight=False, soft_wrap=True)
+    for path in result.published:
+        out.print(f"also written: {path}", highlight=False, soft_wrap=True)

@@ -47,6 +47,7 @@ OUTCOME_COLOURS = {
     Outcome.ENVIRONMENT: "#9e9d24",
     Outcome.API_ERROR: "#37474f",
     Outcome.MISSING: "#bdbdbd",
+    Outcome.OTHER: "#5d4037",
 }
 """Fill colour of each outcome class in stacked charts and report badges."""
 

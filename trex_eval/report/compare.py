@@ -18,10 +18,15 @@ same data (dataset sha256 and benchmark version) over the same number of selecte
 may use different grading rules (comparing rules on the same completions is a legitimate
 ablation): both rules are printed and a warning says so. Problems neither run stored count as
 failed in both (concordant); a problem only one run stored counts as failed in the other.
+
+``common=True`` (``compare --common``) pairs runs of different selections (``--limit 20``
+against a full run) on the problems both stored: each shared benchmark is cut down to those
+problems, and a warning says so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -122,7 +127,11 @@ def select_baseline(runs: Sequence[RunResults], reference: str | Path) -> int:
 
 
 def compare_runs(
-    runs: Sequence[RunResults], *, baseline: int = 0, interval: IntervalSettings | None = None
+    runs: Sequence[RunResults],
+    *,
+    baseline: int = 0,
+    interval: IntervalSettings | None = None,
+    common: bool = False,
 ) -> ComparisonSet:
     """Compare every run with ``runs[baseline]`` (rules in the module docstring).
 
@@ -140,7 +149,9 @@ def compare_runs(
     settings = interval or IntervalSettings()
     labels = distinct_labels([identify(run) for run in runs])
     comparisons = tuple(
-        _compare_pair(runs[baseline], run, labels=(labels[baseline], labels[index]), interval=settings)
+        _compare_pair(
+            runs[baseline], run, labels=(labels[baseline], labels[index]), interval=settings, common=common
+        )
         for index, run in enumerate(runs)
         if index != baseline
     )
@@ -153,11 +164,19 @@ def compare_runs(
 
 
 def _compare_pair(
-    baseline: RunResults, candidate: RunResults, *, labels: tuple[str, str], interval: IntervalSettings
+    baseline: RunResults,
+    candidate: RunResults,
+    *,
+    labels: tuple[str, str],
+    interval: IntervalSettings,
+    common: bool = False,
 ) -> Comparison:
     names = [bench.name for bench in baseline.benchmarks if _has(candidate, bench.name)]
-    _check_pairable(baseline, candidate, names)
     warnings = []
+    if common:
+        baseline, candidate, cut = _on_common_problems(baseline, candidate, names)
+        warnings += cut
+    _check_pairable(baseline, candidate, names)
     for run, other in ((baseline, candidate), (candidate, baseline)):
         skipped = [bench.name for bench in run.benchmarks if not _has(other, bench.name)]
         if skipped:
@@ -262,6 +281,38 @@ def write_comparison_csv(result: ComparisonSet, path: Path) -> None:
 # --------------------------------------------------------------------------- helpers
 
 
+def _on_common_problems(
+    baseline: RunResults, candidate: RunResults, names: Sequence[str]
+) -> tuple[RunResults, RunResults, list[str]]:
+    """Both runs cut down, for each benchmark whose selections differ, to the problems both stored."""
+    cut: dict[str, tuple[BenchmarkResults, BenchmarkResults]] = {}
+    warnings = []
+    for name in names:
+        a, b = baseline.benchmark(name), candidate.benchmark(name)
+        if a.selected == b.selected and a.entry.problem_ids == b.entry.problem_ids:
+            continue
+        shared = {p.problem_id for p in a.problems} & {p.problem_id for p in b.problems}
+        if not shared:
+            raise ConfigError(f"{name}: the runs {baseline.run_id} and {candidate.run_id} share no problem")
+        cut[name] = (_only(a, shared), _only(b, shared))
+        warnings.append(
+            f"{name}: compared on the {len(shared)} problems both runs hold (--common; "
+            f"{a.selected} and {b.selected} were selected)"
+        )
+
+    def rebuilt(run: RunResults, side: int) -> RunResults:
+        benchmarks = tuple(cut[bench.name][side] if bench.name in cut else bench for bench in run.benchmarks)
+        return dataclasses.replace(run, benchmarks=benchmarks)
+
+    return rebuilt(baseline, 0), rebuilt(candidate, 1), warnings
+
+
+def _only(bench: BenchmarkResults, ids: set[str]) -> BenchmarkResults:
+    problems = tuple(problem for problem in bench.problems if problem.problem_id in ids)
+    entry = bench.entry.model_copy(update={"problems": len(problems), "problem_ids": None})
+    return dataclasses.replace(bench, entry=entry, problems=problems, unseen=0)
+
+
 def _has(run: RunResults, name: str) -> bool:
     return any(bench.name == name for bench in run.benchmarks)
 
@@ -283,7 +334,8 @@ def _check_pairable(baseline: RunResults, candidate: RunResults, names: Sequence
     if problems:
         raise ConfigError(
             "the runs cannot be paired problem by problem: " + "; ".join(problems),
-            hint="compare runs made on the same data with the same --limit",
+            hint="compare runs made on the same data with the same --limit, or pass --common to "
+            "compare them on the problems both hold",
         )
 
 
@@ -298,7 +350,8 @@ def _pair(
         raise ConfigError(
             f"{baseline.name}: the two runs stored {len(ids)} distinct problems between them, "
             f"but each selected {total}: they selected different problems",
-            hint="compare runs made on the same data with the same --limit",
+            hint="compare runs made on the same data with the same --limit, or pass --common to "
+            "compare them on the problems both hold",
         )
     padding = total - len(ids)
     base_scores = [base[i].score if i in base else 0.0 for i in ids] + [0.0] * padding

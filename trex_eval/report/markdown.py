@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from trex_eval.report.compare import Comparison, ComparisonSet
+from trex_eval.report.intervals import SMALL_N
 from trex_eval.report.leaderboard import Leaderboard, LeaderboardRow, build_leaderboard
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.published import PublishedScore
@@ -17,6 +18,8 @@ from trex_eval.report.summary import DEFINITIONS, MACRO_LABEL, BenchmarkSummary,
 
 ENVIRONMENT_MARK = "†"
 MISSING_MARK = "‡"
+SMALL_N_MARK = "*"
+"""Marks a small-n interval: fewer than ``SMALL_N`` problems, Wilson score interval."""
 
 
 def render_leaderboard_markdown(board: Leaderboard, *, published: Sequence[PublishedScore] = ()) -> str:
@@ -146,7 +149,7 @@ def _definitions(board: Leaderboard) -> list[str]:
         f"Cells: pass@1 in % — {DEFINITIONS['pass@1']}; [low, high]: {board.interval.describe()}; "
         f"n: {DEFINITIONS['n']}. {ENVIRONMENT_MARK}: includes environment failures (licence, gurobipy "
         f"unavailable, not run), which count as failures; {MISSING_MARK}: includes missing samples, counted "
-        "as failures.",
+        f"as failures; {SMALL_N_MARK}: fewer than {SMALL_N} problems, Wilson score interval.",
         "",
         "Columns:",
         "",
@@ -285,8 +288,10 @@ def score_parts(bench: BenchmarkSummary | None) -> tuple[str, str]:
     ``‡`` missing samples), and ``[low, high] n=N``; ``("–", "")`` for no such benchmark."""
     if bench is None:
         return "–", ""
-    marks = (ENVIRONMENT_MARK if bench.environment_failures else "") + (
-        MISSING_MARK if bench.missing_samples else ""
+    marks = (
+        (ENVIRONMENT_MARK if bench.environment_failures else "")
+        + (MISSING_MARK if bench.missing_samples else "")
+        + (SMALL_N_MARK if bench.small_n else "")
     )
     return (
         f"{percent(bench.pass_at_1)}{marks}",

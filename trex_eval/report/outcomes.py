@@ -3,7 +3,9 @@
 A :class:`~trex_eval.records.Verdict` names the stage that failed; readers of a leaderboard want
 fewer, plainer classes ("syntax / runtime / timeout / licence / infeasible / wrong / correct").
 :func:`classify` maps one stored sample to one :class:`Outcome`; every verdict maps to exactly
-one class, and a sample the run never stored is :attr:`Outcome.MISSING`.
+one class, and a sample the run never stored (or stored as ``missing``: no completion recorded)
+is :attr:`Outcome.MISSING`. A verdict this module does not list maps to the outcome of the same
+name when there is one, else to :attr:`Outcome.OTHER`, so a new verdict needs no edit here.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ class Outcome(str, Enum):
     """Licence failure, gurobipy unavailable, or not run: the environment failed, not the model."""
     API_ERROR = "api_error"
     MISSING = "missing"
-    """No stored sample: the run stopped early or lost it. Counts as a failure."""
+    """No stored sample, or no completion recorded for it: the run stopped early, lost it, or the
+    replayed file lacks it. Counts as a failure; never an API error."""
+    OTHER = "other"
+    """A verdict without a class of its own (listed by name in the verdict breakdown)."""
 
     @property
     def label(self) -> str:
@@ -58,6 +63,7 @@ _LABELS = MappingProxyType(
         Outcome.ENVIRONMENT: "licence / environment",
         Outcome.API_ERROR: "API error",
         Outcome.MISSING: "missing",
+        Outcome.OTHER: "other",
     }
 )
 
@@ -81,6 +87,7 @@ _BY_VERDICT = MappingProxyType(
         Verdict.NOT_RUN: Outcome.ENVIRONMENT,
     }
 )
+_BY_VALUE = MappingProxyType({outcome.value: outcome for outcome in Outcome})
 
 _NO_OPTIMUM = frozenset({SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD})
 
@@ -97,7 +104,7 @@ def classify(record: SampleRecord | None) -> Outcome:
     grade = record.grade
     if grade.verdict is Verdict.WRONG and _lost_the_optimum(grade.evidence):
         return Outcome.INFEASIBLE
-    return _BY_VERDICT[grade.verdict]
+    return _BY_VERDICT.get(grade.verdict) or _BY_VALUE.get(grade.verdict.value, Outcome.OTHER)
 
 
 def _lost_the_optimum(evidence: object) -> bool:

@@ -1,5 +1,5 @@
 """Scores published elsewhere ("reported, not re-run"), read from a CSV such as the committed
-``results/published.csv``.
+``results/published/published.csv``.
 
 Reports show these rows in their own table, under a heading that says they were not re-run, and
 never in the measured leaderboard: their protocol, grading rule and averaging method are
@@ -25,9 +25,13 @@ from trex_eval.records import Record
 COLUMNS = ("model", "benchmark", "score_pct", "metric", "source", "url", "note")
 
 _PACKAGE = Path(__file__).resolve().parents[1]
+PUBLISHED_DIR = Path("results") / "published"
+"""Where a checkout keeps its published artefacts (this CSV, the audits written with ``--publish``);
+no command writes there unless asked to."""
+
 _SHIPPED = (
-    _PACKAGE / "_assets" / "results" / "published.csv",  # in a wheel (force-included by pyproject)
-    _PACKAGE.parent / "results" / "published.csv",  # in a source checkout
+    _PACKAGE / "_assets" / PUBLISHED_DIR / "published.csv",  # in a wheel (force-included by pyproject)
+    _PACKAGE.parent / PUBLISHED_DIR / "published.csv",  # in a source checkout
 )
 
 
@@ -72,8 +76,9 @@ def load_published(path: Path) -> tuple[PublishedScore, ...]:
 
 
 def shipped_published_csv() -> Path | None:
-    """The committed ``results/published.csv``: packaged under ``trex_eval/_assets/results/`` in a
-    wheel, at the repository root in a source checkout; ``None`` when neither exists."""
+    """The committed ``results/published/published.csv``: packaged under
+    ``trex_eval/_assets/results/published/`` in a wheel, under the repository root in a source
+    checkout; ``None`` when neither exists."""
     return next((path for path in _SHIPPED if path.is_file()), None)
 
 

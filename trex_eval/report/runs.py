@@ -90,8 +90,10 @@ class BenchmarkResults:
 
     @property
     def missing_samples(self) -> int:
-        """Samples expected (problems selected × samples per problem) but not stored."""
-        return self.selected * self.samples_per_problem - self.stored_samples
+        """Samples expected (problems selected × samples per problem) but not stored, plus the stored
+        ones graded ``missing`` (no completion recorded for them)."""
+        unrecorded = sum(record.grade.verdict is Verdict.MISSING for record in self.records())
+        return self.selected * self.samples_per_problem - self.stored_samples + unrecorded
 
     def correctness(self) -> list[list[bool]]:
         """Per-problem per-sample correctness for all selected problems (unseen ones all ``False``)."""

@@ -34,7 +34,7 @@ from trex_eval.records import (
     SolveStatus,
     Verdict,
 )
-from trex_eval.report.intervals import IntervalSettings, stratified_bootstrap_ci
+from trex_eval.report.intervals import SMALL_N, IntervalSettings, stratified_bootstrap_ci, wilson_ci
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.runs import BenchmarkResults, ProblemSamples, RunResults, arrange
 from trex_eval.store import RunManifest, RunSettings
@@ -47,7 +47,11 @@ DEFINITIONS: Mapping[str, str] = MappingProxyType(
             "mean over the selected problems of the fraction of each problem's samples graded correct; "
             "a missing sample counts as wrong"
         ),
-        "ci": "confidence interval of pass@1 (see 'interval')",
+        "ci": (
+            f"confidence interval of pass@1 (see 'interval'); below n = {SMALL_N} problems the "
+            "Wilson score interval instead (a bootstrap of few problems looks falsely certain), "
+            "marked *"
+        ),
         "n": "problems selected (the denominator; never the number of records present)",
         "pass@k": (
             "unbiased estimator 1 − C(n−c, k)/C(n, k) per problem (Chen et al. 2021), averaged over problems"
@@ -64,7 +68,8 @@ DEFINITIONS: Mapping[str, str] = MappingProxyType(
             "failures and flagged, since they say nothing about the model"
         ),
         "missing": (
-            "expected samples (problems × samples per problem) the run did not store; counted as failures"
+            "expected samples (problems × samples per problem) the run did not store or holds no "
+            "completion for (a replayed file without it); counted as failures, never as API errors"
         ),
         "compat": (
             "the reference harness's summary row (§6.4): Score = acc@k over the selected problems "
@@ -113,11 +118,17 @@ class BenchmarkSummary(Record):
     acc_at_k: dict[int, float]
     maj_at_k: dict[int, float]
     maj_note: str = ""
+    interval_method: str = "bootstrap"
     verdicts: dict[Verdict, int]
     outcomes: dict[Outcome, int]
     api_errors: int
     environment_failures: int
     compat: SummaryRow
+
+    @property
+    def small_n(self) -> bool:
+        """True when the interval is a small-n Wilson interval (fewer than ``SMALL_N`` problems)."""
+        return self.interval_method == "wilson"
 
     @property
     def flagged(self) -> bool:
@@ -288,9 +299,13 @@ def _summarize_benchmark(
     width = bench.samples_per_problem
     correctness = bench.correctness()
     scores = bench.problem_scores()
-    low, high = bootstrap_ci(
-        scores, confidence=settings.confidence, n_resamples=settings.resamples, seed=settings.seed
-    )
+    method = "wilson" if len(scores) < SMALL_N else "bootstrap"
+    if method == "wilson":
+        low, high = wilson_ci(pass_at_1(correctness), len(scores), confidence=settings.confidence)
+    else:
+        low, high = bootstrap_ci(
+            scores, confidence=settings.confidence, n_resamples=settings.resamples, seed=settings.seed
+        )
     ks = _ks(width)
     maj, maj_note = _majority(bench, ks)
     verdicts = bench.verdict_counts()
@@ -317,6 +332,7 @@ def _summarize_benchmark(
         acc_at_k={k: acc_at_k(correctness, k) for k in ks},
         maj_at_k=maj,
         maj_note=maj_note,
+        interval_method=method,
         verdicts=verdicts,
         outcomes=bench.outcome_counts(),
         api_errors=verdicts[Verdict.API_ERROR],

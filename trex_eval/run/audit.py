@@ -5,6 +5,11 @@ objective grading) goes through the same extraction, sandbox and grader as a mod
 the ``reference`` backend. Under a correct grader every well-posed item passes, so each failure
 points at a data defect (label vs reference model), a numerical limit, or a grader bug — the
 per-item CSV gives the reason a person can check.
+
+An audit is a run: it writes a run directory (``results/audit-<tag>-<stamp>/`` by default) that
+holds, besides the run's files, ``audit.csv`` (one row per item) and ``audit.md``. Nothing is
+written under ``results/published/`` unless ``publish`` asks for it (``trex-eval audit
+--publish``): the committed audits there change only when someone means to change them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import yaml
 
 from trex_eval.backends.base import BackendSpec
 from trex_eval.benchmarks import assets, load_benchmark, shipped_spec_paths
+from trex_eval.errors import StoreError
 from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.records import (
     GurobiPolicy,
@@ -30,11 +36,14 @@ from trex_eval.records import (
     SamplingParams,
     Verdict,
 )
+from trex_eval.report.published import PUBLISHED_DIR
 from trex_eval.report.runs import natural_key
 from trex_eval.run import pipeline as runner
 from trex_eval.run.spec import RunOptions, RunSpec, model_for_protocol
 from trex_eval.store import RunStore
 
+AUDIT_CSV = "audit.csv"
+AUDIT_MD = "audit.md"
 CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "reason", "known_issue")
 
 
@@ -48,10 +57,14 @@ def known_issues() -> dict[str, dict[str, str]]:
 
 @dataclass(frozen=True)
 class AuditResult:
+    """What an audit wrote: ``csv_path`` (``audit.csv`` in ``run_dir``), the copies asked for
+    (``published``: ``--publish`` or ``--csv`` paths), the rows and the Markdown summary."""
+
     csv_path: Path
     run_dir: Path
     rows: tuple[dict[str, str], ...]
     markdown: str
+    published: tuple[Path, ...] = ()
 
 
 def default_benchmarks(data_dir: Path) -> tuple[str, ...]:
@@ -74,15 +87,29 @@ def audit(
     workers: int = 2,
     show_progress: bool = True,
     results_dir: Path = Path("results"),
+    out: Path | None = None,
+    publish: bool = False,
 ) -> AuditResult:
-    """Run the audit; writes the per-item CSV and returns it with a Markdown summary."""
+    """Run the audit into a fresh run directory (``out``, default
+    ``results_dir/audit-<tag>-<stamp>``) and write ``audit.csv`` and ``audit.md`` there.
+
+    ``csv_path`` also writes the CSV to that path; ``publish`` also writes it to
+    ``results_dir/published/audit-<tag>.csv`` (the committed audits). ``tag`` is the rules, else
+    the protocol, plus ``-gurobi-<policy>`` when it is not ``auto``.
+
+    Raises:
+        StoreError: ``out`` already holds a run (an audit never resumes: it would report old grades).
+    """
     names = tuple(benchmarks) if benchmarks else default_benchmarks(data_dir)
     tag = "-".join(rules) if rules else protocol
     if gurobi != "auto":
         tag += f"-gurobi-{gurobi}"
-    csv_path = csv_path or results_dir / f"audit-{tag}.csv"
     # A fresh directory each time: resuming an earlier audit would report its old grades.
-    run_dir = results_dir / f"audit-{tag}-{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    run_dir = out or results_dir / f"audit-{tag}-{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    if (run_dir / "manifest.json").exists():
+        raise StoreError(
+            f"{run_dir} already holds a run", hint="an audit starts afresh: choose another --out"
+        )
     reference = BackendSpec(
         name="reference",
         backend="reference",
@@ -102,9 +129,16 @@ def audit(
     rows = tuple(
         _row(record, issues.get(record.benchmark, {}).get(record.problem_id, "")) for record in samples
     )
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    csv_path.write_text(_to_csv(rows), encoding="utf-8")
-    return AuditResult(csv_path, result.run_dir, rows, _markdown(rows, tag))
+    text, markdown = _to_csv(rows), _markdown(rows, tag)
+    (result.run_dir / AUDIT_CSV).write_text(text, encoding="utf-8")
+    (result.run_dir / AUDIT_MD).write_text(markdown, encoding="utf-8")
+    copies = [path for path in (csv_path,) if path is not None]
+    if publish:
+        copies.append(results_dir / PUBLISHED_DIR.name / f"audit-{tag}.csv")
+    for path in copies:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return AuditResult(result.run_dir / AUDIT_CSV, result.run_dir, rows, markdown, tuple(copies))
 
 
 def _row(record: SampleRecord, known_issue: str) -> dict[str, str]:

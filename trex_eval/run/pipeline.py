@@ -24,8 +24,10 @@ rules, prompt set, samples, limit, protocol), so a resumed run equals an uninter
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import gc
+import hashlib
 import re
 import secrets
 from collections.abc import Sequence
@@ -48,6 +50,7 @@ from trex_eval.records import (
     GraderKind,
     LinearModel,
     Problem,
+    Program,
     Prompt,
     SampleRecord,
     StructureReference,
@@ -58,15 +61,43 @@ from trex_eval.run import provenance
 from trex_eval.run.progress import RunProgress
 from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.sandbox import SandboxLimits, SandboxPool
-from trex_eval.store import BenchmarkEntry, CompletionLine, RunManifest, RunSettings, RunStore, SampleKey
+from trex_eval.store import (
+    COMPLETIONS,
+    LOCK,
+    MANIFEST,
+    SAMPLES,
+    BenchmarkEntry,
+    CompletionLine,
+    RunManifest,
+    RunSettings,
+    RunStore,
+    SampleKey,
+)
+
+MAX_API_ERROR_RATE = 0.10
+"""A run with more than this fraction of its expected samples lost to failed model requests (or
+with every request failed) is not a measurement: :attr:`RunResult.failure` says so and the CLI
+exits with code 3."""
+
+REPLAY_MISSING = "no recorded completion for "
+"""How the ``replay`` backend's error for a sample its file does not hold begins: such a sample is
+graded :attr:`~trex_eval.records.Verdict.MISSING`, not ``api_error`` (nothing was requested)."""
 
 
 @dataclass(frozen=True)
 class RunResult:
+    """A finished session: where the run lives, its summary, what this session did (samples
+    graded, completions generated, programs executed and stored executions reused), and
+    ``failure``: ``None``, or why the numbers are not a measurement (see :data:`MAX_API_ERROR_RATE`)."""
+
     run_dir: Path
     summary: RunSummary
     graded_now: int
     generated_now: int
+    executed_now: int = 0
+    reused_now: int = 0
+    failure: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -100,7 +131,8 @@ def _rules_by_kind(rules: Sequence[str]) -> dict[GraderKind, str]:
     if any(len(specs) > 1 for specs in chosen.values()):
         raise ConfigError(
             f"conflicting rules {', '.join(rules)}",
-            hint="give at most one objective rule and one structure rule",
+            hint="give at most one objective rule and one structure rule; to compare rules, grade the "
+            "finished run under several: `trex-eval grade RUN --rule A --rule B`",
         )
     return {kind: next(iter(specs)) for kind, specs in chosen.items()}
 
@@ -112,6 +144,7 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[_Benchma
     if spec.limit is not None and spec.limit < 1:
         raise ConfigError("--limit must be at least 1")
     overrides = _rules_by_kind(spec.rules)
+    known = {name: _problem_ids(name, ids) for name, ids in spec.problem_ids.items()}
     prepared: list[_Benchmark] = []
     for name in dict.fromkeys(spec.benchmarks):
         bench = load_benchmark(name, data_dir=data_dir)
@@ -127,6 +160,14 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[_Benchma
                 hint="give each benchmark YAML its own `name:`",
             )
         problems = bench.problems[: spec.limit] if spec.limit else bench.problems
+        chosen = known.get(name)
+        if chosen is not None:
+            problems = tuple(p for p in problems if p.id in chosen)
+            if not problems:
+                raise ConfigError(
+                    f"none of the {len(chosen)} chosen problem ids is a problem of benchmark '{bench.name}'",
+                    hint=f"ids look like {', '.join(repr(p.id) for p in bench.problems[:3])}",
+                )
         plan = plan_for(
             bench,
             protocol=spec.protocol,
@@ -155,12 +196,19 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[_Benchma
             prompt_set=prompt_set,
             template_sha256=renderer.template_sha256,
             limits=plan.limits,
+            problem_ids=tuple(p.id for p in problems) if chosen is not None else None,
         )
         prepared.append(_Benchmark(bench, problems, plan, renderer, entry))
     if spec.few_shot.k > 0:
         for item in prepared:
             item.shots = _few_shot_examples(item, spec)
     return prepared
+
+
+def _problem_ids(name: str, ids: Sequence[str]) -> frozenset[str]:
+    if not ids:
+        raise ConfigError(f"benchmark '{name}': an empty selection of problem ids")
+    return frozenset(ids)
 
 
 def _few_shot_examples(item: _Benchmark, spec: RunSpec) -> dict[str, tuple[FewShotExample, ...]]:
@@ -237,7 +285,20 @@ def _settings(spec: RunSpec, prepared: Sequence[_Benchmark]) -> RunSettings:
         gurobi=spec.gurobi,
         limits=spec.limits,
         benchmarks=tuple(item.entry for item in prepared),
+        replay_sha256=_replay_sha256(spec),
     )
+
+
+def _replay_sha256(spec: RunSpec) -> str | None:
+    """The digest of the file a ``replay`` model reads (``None`` for other backends, or when the
+    file cannot be read: the backend reports that with its own message when it starts)."""
+    path = spec.model.options.get("path") if spec.model.backend == "replay" else None
+    if not isinstance(path, str):
+        return None
+    try:
+        return hashlib.sha256(Path(path).expanduser().read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def default_run_id(spec: RunSpec, *, now: dt.datetime | None = None) -> str:
@@ -248,9 +309,8 @@ def default_run_id(spec: RunSpec, *, now: dt.datetime | None = None) -> str:
     return f"{name}-{spec.prompt_set}{protocol}-{stamp}-{secrets.token_hex(2)}"
 
 
-def _open_store(spec: RunSpec, options: RunOptions, settings: RunSettings) -> RunStore:
-    run_dir = options.out or Path("results") / default_run_id(spec)
-    if (run_dir / "manifest.json").exists():
+def _open_store(run_dir: Path, options: RunOptions, settings: RunSettings) -> RunStore:
+    if (run_dir / MANIFEST).exists():
         previous = _with_versioned_rules(RunStore(run_dir).read_manifest().settings)
         if previous != settings:
             raise StoreError(
@@ -278,14 +338,34 @@ def _with_versioned_rules(settings: RunSettings) -> RunSettings:
 
 
 def _settings_diff(old: RunSettings, new: RunSettings) -> str:
+    """The settings that differ, each as its dotted field name with the recorded and the new value
+    (``model.options.base_url was 'http://a', now 'http://b'``), at most three."""
     a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
-    changed = [key for key in a if a[key] != b.get(key)]
-    if "benchmarks" in changed:
-        for x, y in zip(a["benchmarks"], b["benchmarks"], strict=False):
-            diff = [k for k in x if x[k] != y.get(k)]
-            if diff:
-                return f"benchmark {x['name']}: {', '.join(diff)} differ"
-    return ", ".join(changed) + " differ"
+    changes: list[str] = []
+    if len(a["benchmarks"]) == len(b["benchmarks"]):
+        for x, y in zip(a.pop("benchmarks"), b.pop("benchmarks"), strict=True):
+            _diff(x, y, f"benchmark {x['name']}: ", changes)
+    _diff(a, b, "", changes)
+    shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+    return shown or "the settings differ"
+
+
+def _diff(old: object, new: object, path: str, changes: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in dict.fromkeys([*old, *new]):
+            _diff(
+                old.get(key),
+                new.get(key),
+                f"{path}{'.' if path and not path.endswith(' ') else ''}{key}",
+                changes,
+            )
+    elif old != new:
+        changes.append(f"{path} was {_short(old)}, now {_short(new)}")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _ReferenceModels:
@@ -307,11 +387,32 @@ async def run_async(spec: RunSpec, options: RunOptions | None = None) -> RunResu
     options = options or RunOptions()
     prepared = prepare_benchmarks(spec, data_dir=options.data_dir)
     settings = _settings(spec, prepared)
-    store = _open_store(spec, options, settings)
+    run_dir = options.out or Path("results") / default_run_id(spec)
+    fresh = not (run_dir / MANIFEST).exists()
+    store = _open_store(run_dir, options, settings)
     try:
         return await _Run(spec, options, prepared, store).execute()
+    except BaseException:
+        store.close()
+        if fresh:
+            _remove_if_empty(run_dir)
+        raise
     finally:
         store.close()
+
+
+def _remove_if_empty(run_dir: Path) -> None:
+    """Remove a run directory this session created when it holds no completion and no sample: a
+    run that failed before its first sample (a missing key, an unreachable server) must not leave
+    a manifest that refuses the retry as "different settings"."""
+    for name in (COMPLETIONS, SAMPLES):
+        path = run_dir / name
+        if path.exists() and path.stat().st_size > 0:
+            return
+    for name in (MANIFEST, COMPLETIONS, SAMPLES, LOCK):
+        (run_dir / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # the user's own files are in it: keep the folder
+        run_dir.rmdir()
 
 
 class _Run:
@@ -324,8 +425,9 @@ class _Run:
         self, spec: RunSpec, options: RunOptions, prepared: Sequence[_Benchmark], store: RunStore
     ) -> None:
         self.spec, self.options, self.prepared, self.store = spec, options, prepared, store
-        # A sample whose model request failed is tried again when the run is resumed.
-        self.graded = {r.key for r in store.iter_samples() if r.grade.verdict is not Verdict.API_ERROR}
+        # A sample whose model request failed, or whose completion was not recorded, is tried
+        # again when the run is resumed.
+        self.graded = {r.key for r in store.iter_samples() if r.grade.verdict not in _RETRIED}
         self.stored = {line.key: line for line in store.iter_completions() if line.completion.error is None}
         self.todo: list[tuple[_Benchmark, Problem, int]] = [
             (item, problem, i)
@@ -334,17 +436,25 @@ class _Run:
             for i in range(spec.samples)
             if (item.bench.name, problem.id, i) not in self.graded
         ]
+        self.notes: list[str] = []
+        self.reusable = self._reusable_executions(options.reuse_executions)
         # Programs must not read the answers (data directory, benchmark folders) or other
         # samples' grades (run directories).
         hidden = {str(store.root.resolve().parent), *(str(item.bench.root) for item in prepared)}
         if options.data_dir is not None:
             hidden.add(str(options.data_dir))
+        if options.reuse_executions is not None:
+            hidden.add(str(options.reuse_executions.resolve().parent))
         self.pool = SandboxPool(
             limits=SandboxLimits(),
             workers=options.workers,
             isolation=options.isolation,  # type: ignore[arg-type]
             hidden=tuple(sorted(hidden)),
         )
+        # With every execution reusable the pool starts only if a program differs after all.
+        self.pool_lazy = bool(self.reusable) and all(item.bench.name in self.reusable for item in prepared)
+        self.pool_started = False
+        self.pool_lock = asyncio.Lock()
         needs_model = any((item.bench.name, p.id, i) not in self.stored for item, p, i in self.todo)
         self.backend: Backend | None = create_backend(spec.model) if needs_model else None
         self.progress = RunProgress(
@@ -354,6 +464,43 @@ class _Run:
         self.references = _ReferenceModels()
         self.generated_now = 0
         self.graded_now = 0
+        self.executed_now = 0
+        self.reused_now = 0
+
+    def _reusable_executions(self, source: Path | None) -> dict[str, dict[tuple[str, int], SampleRecord]]:
+        """Benchmark -> (problem id, sample) -> the source's stored record, for the benchmarks whose
+        programs would run exactly as they did there; a note says why any other benchmark's
+        programs run again."""
+        if source is None:
+            return {}
+        settings = RunStore(source).read_manifest().settings
+        entries = {entry.name: entry for entry in settings.benchmarks}
+        usable: set[str] = set()
+        for item in self.prepared:
+            entry = entries.get(item.bench.name)
+            differs = [
+                what
+                for what, same in (
+                    ("the protocol", settings.protocol == self.spec.protocol),
+                    ("the gurobipy policy", settings.gurobi == self.spec.gurobi),
+                    ("the benchmark data", entry is not None and entry.sha256 == item.entry.sha256),
+                    ("the extractor", entry is not None and entry.extractor == item.entry.extractor),
+                    ("the sandbox limits", entry is not None and entry.limits == item.entry.limits),
+                )
+                if not same
+            ]
+            if differs:
+                self.notes.append(
+                    f"{item.bench.name}: programs run again ({', '.join(differs)} differ from {source}); "
+                    "only a change of grading rule reuses the stored executions"
+                )
+            else:
+                usable.add(item.bench.name)
+        reusable: dict[str, dict[tuple[str, int], SampleRecord]] = {name: {} for name in usable}
+        for record in RunStore(source).iter_samples():
+            if record.benchmark in reusable and record.program.code is not None:
+                reusable[record.benchmark][(record.problem_id, record.sample_index)] = record
+        return reusable
 
     async def execute(self) -> RunResult:
         # Problems, prompts and stored completions live for the whole run; moving them out of the
@@ -362,8 +509,9 @@ class _Run:
         # (scripts/bench_harness_overhead.py).
         gc.collect()
         gc.freeze()
-        await asyncio.to_thread(self.pool.start)
         try:
+            if not self.pool_lazy:
+                await self._start_pool()
             self._announce()
             if self.backend is not None:
                 await self.backend.start()
@@ -381,14 +529,24 @@ class _Run:
         finally:
             if self.backend is not None:
                 await self.backend.close()
-            await asyncio.to_thread(self.pool.close)
+            if self.pool_started:
+                await asyncio.to_thread(self.pool.close)
             gc.unfreeze()
         return self._finish()
 
-    def _announce(self) -> None:
+    async def _start_pool(self) -> None:
+        async with self.pool_lock:
+            if self.pool_started:
+                return
+            await asyncio.to_thread(self.pool.start)
+            self.pool_started = True
         self.progress.note(f"sandbox isolation: {self.pool.isolation}")
         for warning in self.pool.isolation_report.warnings:  # programs can read the answers
             self.progress.note(warning)
+
+    def _announce(self) -> None:
+        for note in self.notes:
+            self.progress.note(f"note: {note}")
         for item in self.prepared:
             if item.bench.row_errors:
                 self.progress.note(
@@ -397,15 +555,25 @@ class _Run:
                     f"(`trex-eval benchmarks validate {item.entry.source}` lists them)"
                 )
         if self.graded:
-            passed = [r.benchmark for r in self.store.iter_samples() if r.grade.passed]
+            restored = [r for r in self.store.iter_samples() if r.key in self.graded]
             for item in self.prepared:
-                done = sum(1 for (name, _, _) in self.graded if name == item.bench.name)
-                self.progress.restore(item.bench.name, done=done, passed=passed.count(item.bench.name))
+                mine = [r for r in restored if r.benchmark == item.bench.name]
+                self.progress.restore(
+                    item.bench.name, done=len(mine), passed=sum(r.grade.passed for r in mine)
+                )
 
     def _record_provenance(self) -> None:
         manifest = self.store.read_manifest()
         backend = dict(self.backend.describe()) if self.backend else None
-        session = provenance.collect(self.options.data_dir, sandbox=self.pool.describe(), backend=backend)
+        sandbox: dict[str, object] = (
+            self.pool.describe()
+            if self.pool_started
+            else {"not_started": f"executions reused from {self.options.reuse_executions}"}
+        )
+        if self.options.reuse_executions is not None:
+            sandbox["executions_reused_from"] = str(self.options.reuse_executions)
+            sandbox["reused_for"] = sorted(self.reusable)
+        session = provenance.collect(self.options.data_dir, sandbox=sandbox, backend=backend)
         if manifest.provenance:
             # A resumed run: keep what every earlier session ran with.
             earlier = [*manifest.provenance.get("earlier_sessions", []), {**manifest.provenance}]
@@ -445,12 +613,15 @@ class _Run:
         program = plan.extract(completion)
         if completion.error is not None:
             execution = Execution(status=ExecStatus.NOT_RUN, detail=f"no completion: {completion.error}")
-            grade = plan.failed(Verdict.API_ERROR, f"the model request failed: {completion.error}")
+            if self.spec.model.backend == "replay" and completion.error.startswith(REPLAY_MISSING):
+                grade = plan.failed(Verdict.MISSING, f"no completion recorded: {completion.error}")
+            else:
+                grade = plan.failed(Verdict.API_ERROR, f"the model request failed: {completion.error}")
         elif program.code is None:
             execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
             grade = plan.grade(problem, execution, reference_model=self.references)
         else:
-            execution = await self.pool.arun(plan.job(problem, program), limits=plan.limits)
+            execution = await self._execution(item, problem, program, completion.sample_index)
             grade = await asyncio.to_thread(plan.grade, problem, execution, reference_model=self.references)
         return SampleRecord(
             benchmark=item.bench.name,
@@ -463,10 +634,54 @@ class _Run:
             grade=grade,
         )
 
+    async def _execution(self, item: _Benchmark, problem: Problem, program: Program, index: int) -> Execution:
+        """The stored execution of the same program when one is reusable, else a fresh run."""
+        stored = self.reusable.get(item.bench.name, {}).get((problem.id, index))
+        if stored is not None and stored.program.code == program.code:
+            self.reused_now += 1
+            return stored.execution
+        if not self.pool_started:
+            await self._start_pool()
+        self.executed_now += 1
+        return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits)
+
     def _finish(self) -> RunResult:
         manifest = self.store.read_manifest()
-        summary = summarize(manifest, self.store.iter_samples())
+        records = list(self.store.iter_samples())
+        summary = summarize(manifest, records)
         self.store.write_summary(summary_json(summary), render_summary_markdown(summary))
         finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.store.write_manifest(manifest.model_copy(update={"finished_at": finished}))
-        return RunResult(self.store.root, summary, self.graded_now, self.generated_now)
+        return RunResult(
+            self.store.root,
+            summary,
+            self.graded_now,
+            self.generated_now,
+            executed_now=self.executed_now,
+            reused_now=self.reused_now,
+            failure=_failure(summary, records),
+            notes=tuple(self.notes),
+        )
+
+
+_RETRIED = frozenset({Verdict.API_ERROR, Verdict.MISSING})
+
+
+def _failure(summary: RunSummary, records: Sequence[SampleRecord]) -> str | None:
+    """Why a finished run's numbers are not a measurement, or ``None``: every model request failed,
+    or more than :data:`MAX_API_ERROR_RATE` of the expected samples did (the first error quoted)."""
+    expected = sum(bench.problems * bench.samples_per_problem for bench in summary.benchmarks)
+    failed = sum(bench.api_errors for bench in summary.benchmarks)
+    if not expected or not failed or failed <= MAX_API_ERROR_RATE * expected:
+        return None
+    last: dict[SampleKey, SampleRecord] = {record.key: record for record in records}
+    first = next((r.grade.reason for r in last.values() if r.grade.verdict is Verdict.API_ERROR), "")
+    share = (
+        "every model request failed"
+        if failed == expected
+        else (
+            f"{failed} of {expected} model requests failed "
+            f"({failed / expected:.0%} > {MAX_API_ERROR_RATE:.0%})"
+        )
+    )
+    return f"{share}; first: {first}" if first else share

@@ -1,16 +1,42 @@
-"""Grading stored completions again: a run directory under another rule or protocol, or a JSONL
-of completions recorded by another tool. Both become a ``replay`` run (generate once, grade many)."""
+"""Grading stored completions again: a run directory under other rules or another protocol, or a
+JSONL of completions recorded by another tool. Both become ``replay`` runs (generate once, grade
+many).
+
+* **Executions are reused.** Re-grading a run directory under another rule takes each program's
+  stored execution instead of running it again (the sandbox pool does not even start); only what
+  changes the program or its job (protocol, extractor, limits, gurobipy policy, data) runs the
+  programs again, and a note says which benchmarks and why.
+* **Several rules, one pass.** Two rules of the same kind (``--rule orlm --rule strict``) grade
+  into one directory holding one run directory per rule (``OUT/orlm@1/``, ``OUT/strict@1/``) and
+  a ``leaderboard.md`` with a column per rule; programs run at most once for all of them.
+* **Honest counts for foreign files.** A completions file is graded on the problems it holds
+  (``--all-problems``: every problem of the benchmark, those without a completion graded
+  ``missing``); :attr:`Regrade.notes` says how many problems were left out and which records
+  were unknown, repeated or extra.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime as dt
+import itertools
+import re
+import secrets
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from trex_eval.backends.base import BackendSpec
+from trex_eval.backends.replay import ReplayOptions, load_index
+from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
-from trex_eval.records import SamplingParams
+from trex_eval.grading import get_rule
+from trex_eval.records import GraderKind, SamplingParams
+from trex_eval.run import pipeline
 from trex_eval.run.spec import RunOptions, RunSpec
-from trex_eval.store import COMPLETIONS, MANIFEST, RunStore
+from trex_eval.store import COMPLETIONS, MANIFEST, RunSettings, RunStore
+
+LEADERBOARD_MD = "leaderboard.md"
+"""The table of every rule's pass, written into the directory of a several-rule re-grade."""
 
 
 @dataclass(frozen=True)
@@ -18,7 +44,9 @@ class CompletionFields:
     """How to read a foreign completions file: its benchmark and field names. ``code_field`` names a
     field holding an already-extracted program (graded with the ``raw`` extractor). ``samples`` is
     the number of completions per problem in the file (records of one id are samples 0, 1, ... in
-    file order)."""
+    file order). ``all_problems`` grades every problem of the benchmark (the denominator stays
+    the benchmark's size; problems without a completion are ``missing``), instead of the ids
+    present in the file."""
 
     benchmark: str | None = None
     id_field: str = "problem_id"
@@ -26,9 +54,25 @@ class CompletionFields:
     code_field: str | None = None
     prompt_set: str = "t-rex"
     samples: int = 1
+    all_problems: bool = False
 
 
-def request_for(
+@dataclass(frozen=True)
+class Regrade:
+    """What ``trex-eval grade`` runs: one pass per rule combination, in order. ``root`` is the run
+    directory (one pass) or the directory holding one run directory per pass; ``notes`` are the
+    warnings to print before it starts."""
+
+    passes: tuple[tuple[RunSpec, RunOptions], ...]
+    root: Path | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def several(self) -> bool:
+        return len(self.passes) > 1
+
+
+def plan_regrade(
     source: Path,
     *,
     data_dir: Path | None,
@@ -39,32 +83,78 @@ def request_for(
     out: Path | None = None,
     command: tuple[str, ...] = (),
     show_progress: bool = True,
-) -> tuple[RunSpec, RunOptions]:
-    """The replay run that re-grades ``source`` (a run directory or a completions JSONL).
+) -> Regrade:
+    """The re-grade of ``source`` (a run directory or a completions JSONL) under ``rules``.
 
     Raises:
-        ConfigError: ``source`` is neither, or a completions file comes without ``--benchmark``.
+        ConfigError: ``source`` is neither; a completions file comes without ``--benchmark``, or
+            none of its ids is a problem of the benchmark; an unknown rule.
     """
     options = RunOptions(
         data_dir=data_dir, out=out, workers=workers, command=command, show_progress=show_progress
     )
+    notes: tuple[str, ...] = ()
     if (source / MANIFEST).is_file():
         settings = RunStore(source).read_manifest().settings
-        spec = BackendSpec(
-            name=settings.model.name,
-            backend="replay",
-            model=settings.model.model,
-            options={
-                "path": str(source / COMPLETIONS),
-                "id_field": "completion.problem_id",
-                "sample_field": "completion.sample_index",
-                "benchmark_field": "benchmark",
-                "text_field": "completion",
-            },
-            sampling=settings.sampling,
-            description=f"re-grade of {source}",
-        )
-        return RunSpec.from_settings(settings, model=spec, protocol=protocol, rules=rules), options
+        model = _replay_of_run(source, settings)
+        options = replace(options, reuse_executions=source)
+
+        def spec_for(combo: tuple[str, ...]) -> RunSpec:
+            return RunSpec.from_settings(settings, model=model, protocol=protocol, rules=combo)
+    else:
+        base, notes = _completions_spec(source, data_dir=data_dir, protocol=protocol, fields=fields)
+
+        def spec_for(combo: tuple[str, ...]) -> RunSpec:
+            return replace(base, rules=combo)
+
+    combos = _rule_combinations(rules) or [()]
+    if len(combos) == 1:
+        return Regrade(((spec_for(combos[0]), options),), options.out, notes)
+    stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    root = out or Path("results") / f"{_slug(spec_for(combos[0]).model.name)}-rules-{stamp}"
+    passes: list[tuple[RunSpec, RunOptions]] = []
+    for combo in combos:
+        # A re-graded run's executions serve every pass; a completions file's programs run in the
+        # first pass, whose executions the others grade.
+        reuse = options.reuse_executions or (passes[0][1].out if passes else None)
+        name = _slug("+".join(get_rule(rule).spec for rule in combo))
+        passes.append((spec_for(combo), replace(options, out=root / name, reuse_executions=reuse)))
+    return Regrade(tuple(passes), root, notes)
+
+
+def run_regrade(regrade: Regrade) -> list[pipeline.RunResult]:
+    """Run every pass in order; with several, also write ``root/leaderboard.md`` (one column per
+    rule)."""
+    results = [pipeline.run(spec, options) for spec, options in regrade.passes]
+    if regrade.several and regrade.root is not None:
+        from trex_eval.report import build_leaderboard, render_leaderboard_markdown
+
+        board = build_leaderboard([result.summary for result in results])
+        (regrade.root / LEADERBOARD_MD).write_text(render_leaderboard_markdown(board), encoding="utf-8")
+    return results
+
+
+def _replay_of_run(source: Path, settings: RunSettings) -> BackendSpec:
+    """The ``replay`` model that serves a run directory's stored completions."""
+    return BackendSpec(
+        name=settings.model.name,
+        backend="replay",
+        model=settings.model.model,
+        options={
+            "path": str(source / COMPLETIONS),
+            "id_field": "completion.problem_id",
+            "sample_field": "completion.sample_index",
+            "benchmark_field": "benchmark",
+            "text_field": "completion",
+        },
+        sampling=settings.sampling,
+        description=f"re-grade of {source}",
+    )
+
+
+def _completions_spec(
+    source: Path, *, data_dir: Path | None, protocol: str, fields: CompletionFields
+) -> tuple[RunSpec, tuple[str, ...]]:
     if not source.is_file():
         raise ConfigError(f"{source} is neither a run directory nor a completions file")
     if fields.benchmark is None:
@@ -72,25 +162,103 @@ def request_for(
             "grading a completions file needs --benchmark NAME",
             hint="also give --id-field and --text-field (or --code-field) if they differ from the defaults",
         )
-    spec = BackendSpec(
+    if fields.samples < 1:
+        raise ConfigError("--samples must be at least 1")
+    text_field = fields.code_field or fields.text_field
+    index = load_index(
+        source, ReplayOptions(path=str(source), id_field=fields.id_field, text_field=text_field)
+    )
+    bench = load_benchmark(fields.benchmark, data_dir=data_dir)
+    ids = [problem.id for problem in bench.problems]
+    known = set(ids)
+    scoped = [key for key in index.completions if key[0] in (None, bench.name)]
+    other_benchmarks = len(index.completions) - len(scoped)
+    present = {problem_id for _, problem_id, _ in scoped}
+    unknown = sorted(present - known)
+    selected = [problem_id for problem_id in ids if problem_id in present]
+    if not selected:
+        raise ConfigError(
+            f"none of the {len(present)} ids in {source} is a problem of benchmark '{bench.name}' "
+            f"(the file has {_examples(sorted(present))}; the benchmark has {_examples(ids)})",
+            hint="name the id field with --id-field, or choose the benchmark the completions are for",
+        )
+    notes = []
+    left_out = len(ids) - len(selected)
+    if left_out and not fields.all_problems:
+        notes.append(
+            f"grading the {len(selected)} of {len(ids)} problems of {bench.name} that {source.name} holds: "
+            f"{left_out} problems are left out of the denominator (--all-problems grades them all, the "
+            "ones without a completion as missing, marked ‡)"
+        )
+    elif left_out:
+        notes.append(
+            f"{left_out} of {len(ids)} problems of {bench.name} have no completion in {source.name}: "
+            "graded as missing (‡), counted as failures"
+        )
+    if unknown:
+        notes.append(
+            f"{len(unknown)} id(s) in {source.name} are not problems of {bench.name}, ignored: "
+            f"{_examples(unknown)}"
+        )
+    if other_benchmarks:
+        notes.append(f"{other_benchmarks} record(s) in {source.name} are for other benchmarks, ignored")
+    extra = Counter(problem_id for _, problem_id, sample in scoped if sample >= fields.samples)
+    if extra and index.fields.sample is None:
+        notes.append(
+            f"{len(extra)} id(s) occur more than {fields.samples} time(s) in {source.name}, e.g. "
+            f"{_examples(sorted(extra))}: records of an id are samples 0, 1, ... in file order, so only "
+            f"the first {fields.samples} are graded (give --samples N if the file holds N per problem)"
+        )
+    elif extra:
+        notes.append(
+            f"{sum(extra.values())} record(s) in {source.name} have a sample index ≥ --samples "
+            f"{fields.samples}, ignored"
+        )
+    repeated = index.records - len(index.completions)
+    if repeated:
+        notes.append(
+            f"{repeated} record(s) in {source.name} repeat a (problem, sample) already seen: "
+            "the last one is graded"
+        )
+    model = BackendSpec(
         name=source.stem,
         backend="replay",
         model=str(source),
-        options={
-            "path": str(source),
-            "id_field": fields.id_field,
-            "text_field": fields.code_field or fields.text_field,
-        },
+        options={"path": str(source), "id_field": fields.id_field, "text_field": text_field},
         sampling=SamplingParams(),
         description=f"completions recorded in {source}",
     )
-    run_spec = RunSpec(
-        model=spec,
+    spec = RunSpec(
+        model=model,
         benchmarks=(fields.benchmark,),
         prompt_set=fields.prompt_set,
         samples=fields.samples,
         protocol=protocol,
-        rules=rules,
         extractor="raw" if fields.code_field else None,
+        problem_ids={} if fields.all_problems else {fields.benchmark: tuple(selected)},
     )
-    return run_spec, options
+    return spec, tuple(notes)
+
+
+def _rule_combinations(rules: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """One tuple of rule specs per pass: the product of the rules given for each kind (a kind with
+    one rule, or none, does not multiply the passes)."""
+    if not rules:
+        return []
+    by_kind: dict[GraderKind, list[str]] = {}
+    seen: set[str] = set()
+    for spec in rules:
+        rule = get_rule(spec)
+        if rule.spec not in seen:
+            seen.add(rule.spec)
+            by_kind.setdefault(rule.kind, []).append(spec)
+    return [tuple(combo) for combo in itertools.product(*by_kind.values())]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9@._+-]", "_", text)
+
+
+def _examples(values: list[str], *, count: int = 3) -> str:
+    shown = ", ".join(repr(value) for value in values[:count])
+    return shown + (f" and {len(values) - count} more" if len(values) > count else "")

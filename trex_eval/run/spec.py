@@ -40,7 +40,8 @@ class RunSpec:
     kind (objective or structure); ``rules_by_benchmark`` (benchmark as requested -> rule spec)
     takes precedence, which is how a resumed run keeps each benchmark's own rule. ``extractor``
     overrides the protocol's extractor; ``limits`` the protocol's sandbox limits. ``samples``
-    completions per problem use seeds ``seed + i``; ``limit`` keeps the first n problems.
+    completions per problem use seeds ``seed + i``; ``limit`` keeps the first n problems;
+    ``problem_ids`` (benchmark as requested -> ids) keeps only those problems, in benchmark order.
     """
 
     model: BackendSpec
@@ -55,6 +56,7 @@ class RunSpec:
     few_shot: FewShotSettings = FewShotSettings()
     limits: SandboxLimits | None = None
     gurobi: GurobiPolicy = "auto"
+    problem_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_settings(
@@ -86,6 +88,9 @@ class RunSpec:
             ),
             limits=settings.limits,
             gurobi=settings.gurobi,
+            problem_ids={
+                b.requested: b.problem_ids for b in settings.benchmarks if b.problem_ids is not None
+            },
         )
 
 
@@ -96,7 +101,10 @@ class RunOptions:
     ``data_dir`` is the T-Rex data directory (``None`` when no benchmark reads it); ``out`` the
     run directory (default ``results/<run-id>``); ``workers`` programs execute at once under
     ``isolation`` (``auto``, or a level of :mod:`trex_eval.sandbox.isolation`); ``command`` is
-    recorded in the manifest; ``show_progress`` draws progress bars on stderr.
+    recorded in the manifest; ``show_progress`` draws progress bars on stderr (periodic plain
+    lines when stderr is not a terminal). ``reuse_executions`` names a run directory whose stored
+    executions are taken instead of running a program again, wherever the program and everything
+    its job depends on (protocol, extractor, limits, gurobi policy, data) are the same.
     """
 
     data_dir: Path | None = None
@@ -105,6 +113,7 @@ class RunOptions:
     isolation: str = "auto"
     command: tuple[str, ...] = ()
     show_progress: bool = True
+    reuse_executions: Path | None = None
 
 
 def model_for_protocol(model: BackendSpec, protocol: str) -> tuple[BackendSpec, str | None]:

@@ -1,0 +1,184 @@
+"""The compact tables commands end with on a terminal (rich renderables). Pure: records in,
+tables out; the full Markdown and HTML, with their definitions, live in files.
+
+Every table has one row per benchmark (``benchmark, n, pass@1, CI``; ``Δ`` where two runs are
+compared) and fits 80 columns: runs and candidates are section rows, not columns. A cell's marks
+are those of the Markdown tables (``†`` environment failures, ``‡`` missing samples) plus ``*``
+for a small-n interval (fewer than :data:`~trex_eval.report.summary.SMALL_N` problems: Wilson).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from trex_eval.report.compare import ComparisonSet
+from trex_eval.report.leaderboard import Leaderboard
+from trex_eval.report.markdown import ENVIRONMENT_MARK, MISSING_MARK, SMALL_N_MARK
+from trex_eval.report.summary import BenchmarkSummary, RunSummary, percent
+
+
+def _table(caption: str) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=caption, caption_justify="left")
+    table.add_column("benchmark", no_wrap=True, overflow="ellipsis", max_width=28)
+    table.add_column("n", justify="right")
+    return table
+
+
+def _marks(bench: BenchmarkSummary) -> str:
+    return (
+        (ENVIRONMENT_MARK if bench.environment_failures else "")
+        + (MISSING_MARK if bench.missing_samples else "")
+        + (SMALL_N_MARK if bench.small_n else "")
+    )
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f"[{percent(low)}, {percent(high)}]"
+
+
+def _caption(interval: str, marks: set[str]) -> str:
+    parts = [f"pass@1 in %; CI: {interval}"]
+    if ENVIRONMENT_MARK in marks:
+        parts.append(f"{ENVIRONMENT_MARK} environment failures")
+    if MISSING_MARK in marks:
+        parts.append(f"{MISSING_MARK} missing samples (failures)")
+    if SMALL_N_MARK in marks:
+        parts.append(f"{SMALL_N_MARK} n < 30: Wilson interval")
+    return "; ".join(parts)
+
+
+def summary_table(summary: RunSummary) -> Table:
+    """One run: a row per benchmark, then the macro mean."""
+    marks = {mark for bench in summary.benchmarks for mark in _marks(bench)}
+    table = _table(_caption(summary.interval.short(), marks))
+    table.add_column("pass@1", justify="right")
+    table.add_column("CI", justify="right", no_wrap=True)
+    table.add_column("rule", overflow="ellipsis", max_width=18)
+    for bench in summary.benchmarks:
+        table.add_row(
+            escape(bench.benchmark),
+            str(bench.problems),
+            escape(percent(bench.pass_at_1) + _marks(bench)),
+            _interval(bench.ci_low, bench.ci_high),
+            escape(bench.rule),
+        )
+    if len(summary.benchmarks) > 1:
+        table.add_section()
+        table.add_row(
+            "[bold]macro[/bold]",
+            "",
+            f"[bold]{percent(summary.macro_pass_at_1)}[/bold]",
+            _interval(summary.macro_ci_low, summary.macro_ci_high),
+            "",
+        )
+    return table
+
+
+def leaderboard_table(board: Leaderboard) -> Table:
+    """Every run of a leaderboard in rank order: a section row per run (rank and label), a row per
+    benchmark it holds, and its macro row. With split macro columns (runs covering different
+    benchmarks) ranks count within each macro group, and the section row names the group."""
+    marks = {mark for row in board.rows for bench in row.summary.benchmarks for mark in _marks(bench)}
+    table = _table(_caption(board.interval.short(), marks))
+    table.columns[0].max_width = 44
+    table.columns[0].overflow = "fold"
+    table.columns[0].no_wrap = False
+    table.add_column("pass@1", justify="right")
+    table.add_column("CI", justify="right", no_wrap=True)
+    split = len(board.macro_columns) > 1
+    for position, row in enumerate(board.rows):
+        if position:
+            table.add_section()
+        group = f" in {row.macro_column}" if split and row.macro_column else ""
+        table.add_row(f"[bold]#{row.rank}{escape(group)}  {escape(row.label)}[/bold]", "", "", "")
+        for column in board.columns:
+            bench = row.cell(column.label)
+            if bench is not None:
+                table.add_row(
+                    escape(f"  {column.label}"),
+                    str(bench.problems),
+                    escape(percent(bench.pass_at_1) + _marks(bench)),
+                    _interval(bench.ci_low, bench.ci_high),
+                )
+        summary = row.summary
+        if len(summary.benchmarks) > 1:
+            table.add_row(
+                "  macro",
+                "",
+                f"[bold]{percent(summary.macro_pass_at_1)}[/bold]",
+                _interval(summary.macro_ci_low, summary.macro_ci_high),
+            )
+    return table
+
+
+def rules_table(summaries: Sequence[RunSummary], labels: Sequence[str]) -> Table:
+    """The same completions graded under several rules (``grade --rule A --rule B``): a row per
+    benchmark, a column per pass (``labels``), pass@1 with its interval beneath."""
+    marks = {mark for summary in summaries for bench in summary.benchmarks for mark in _marks(bench)}
+    table = _table(_caption(summaries[0].interval.short(), marks))
+    for label in labels:
+        table.add_column(escape(label), justify="right", no_wrap=True)
+    for index, first in enumerate(summaries[0].benchmarks):
+        cells = []
+        for summary in summaries:
+            bench = summary.benchmarks[index]
+            cells.append(
+                f"{escape(percent(bench.pass_at_1) + _marks(bench))}\n"
+                f"[dim]{_interval(bench.ci_low, bench.ci_high)}\n{escape(bench.rule)}[/dim]"
+            )
+        table.add_row(escape(first.benchmark), str(first.problems), *cells)
+    return table
+
+
+def comparison_table(result: ComparisonSet) -> Table:
+    """Every candidate against the baseline: a section row per candidate, a row per benchmark with
+    both scores, Δ in points with its paired interval, won/lost and the McNemar p-value."""
+    table = _table(
+        f"Δ: candidate − baseline ({escape(result.baseline_label)}), percentage points, paired "
+        f"{result.interval.short()}; won/lost: problems only the candidate / only the baseline got "
+        "right (first sample); p: exact McNemar"
+    )
+    table.add_column("base", justify="right")
+    table.add_column("cand", justify="right")
+    table.add_column("Δ [CI]", justify="right", no_wrap=True)
+    table.add_column("won/lost", justify="right")
+    table.add_column("p", justify="right")
+    for position, comparison in enumerate(result.comparisons):
+        if position:
+            table.add_section()
+        table.add_row(f"[bold]{escape(comparison.candidate_label)}[/bold]", "", "", "", "", "", "")
+        for pair in comparison.benchmarks:
+            table.add_row(
+                escape(f"  {pair.benchmark}"),
+                str(pair.problems),
+                percent(pair.baseline_pass_at_1),
+                percent(pair.candidate_pass_at_1),
+                _delta(pair.difference, pair.ci_low, pair.ci_high),
+                f"{pair.won}/{pair.lost}",
+                f"{pair.mcnemar_p:.2g}",
+            )
+        overall = comparison.overall
+        if overall is not None and len(comparison.benchmarks) > 1:
+            table.add_row(
+                "  macro",
+                str(overall.problems),
+                percent(overall.baseline_macro),
+                percent(overall.candidate_macro),
+                _delta(overall.difference, overall.ci_low, overall.ci_high),
+                f"{overall.won}/{overall.lost}",
+                f"{overall.mcnemar_p:.2g}",
+            )
+    return table
+
+
+def warnings_of(result: ComparisonSet) -> Sequence[str]:
+    """The comparison's warnings, each once."""
+    return list(dict.fromkeys(w for comparison in result.comparisons for w in comparison.warnings))
+
+
+def _delta(difference: float, low: float, high: float) -> str:
+    return f"{difference * 100:+.1f} [{low * 100:+.1f}, {high * 100:+.1f}]"
