@@ -30,6 +30,7 @@ from lp_writer import write_lp
 from structure_perturb import perturb
 
 from trex_eval.grading.lp import parse_lp
+from trex_eval.grading.structure.exact import check_exact
 from trex_eval.grading.structure.fixed import check_fixed
 from trex_eval.protocols.trex_compat.structure import check_trex_compat
 from trex_eval.records import Grade, LinearModel
@@ -43,9 +44,7 @@ def _workloads(data_dir: Path, seed: int) -> dict[str, list[tuple[str, str]]]:
     references = [(folder / f"model_{k}_problem{k}.lp").read_text() for k in range(394)]
     perturbed = []
     for k, text in enumerate(references):
-        model = perturb(parse_lp(text), seed=seed + k)
-        # Quadratic constraints are only counted, so such a model cannot be written back.
-        perturbed.append(text if model.n_quadratic_constraints else write_lp(model))
+        perturbed.append(write_lp(perturb(parse_lp(text), seed=seed + k)))
     return {
         "reference": [(text, text) for text in references],
         "perturbed": list(zip(references, perturbed, strict=True)),
@@ -72,7 +71,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     workloads = _workloads(args.data_dir, args.seed)
-    rules: dict[str, Rule] = {"fixed": check_fixed, "trex-compat": check_trex_compat}
+    rules: dict[str, Rule] = {"exact": check_exact, "fixed": check_fixed, "trex-compat": check_trex_compat}
     header = (
         f"{'rule':<12} {'workload':<10} {'pairs':>5} {'parse s':>8} {'check s':>8} {'total s':>8} "
         f"{'wall s':>7}  verdicts"

@@ -10,6 +10,7 @@ import pytest
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
 from trex_eval.prompting.render import FewShotExample, PromptRenderer, prompt_set_names
+from trex_eval.protocols import get_protocol
 
 
 def _sha(text: str) -> str:
@@ -54,10 +55,25 @@ def test_upstream_digests_g16(data_dir: Path) -> None:
     )
 
 
-def test_upstream_working_directory_defaults_to_the_benchmark_folder(data_dir: Path) -> None:
+def test_upstream_working_directory_is_machine_independent_except_under_trex_compat(data_dir: Path) -> None:
+    """The default protocol's prompts name a fixed stand-in folder, so the same benchmark renders
+    the same prompt (and hash) on every machine; trex-compat keeps the reference harness's absolute
+    data folder, byte for byte."""
     feasible = load_benchmark("b4o-feasible", data_dir=data_dir)
-    user = PromptRenderer(feasible, "t-rex").render(feasible.problems[0]).messages[1].content
-    assert str((data_dir / "data" / "bench4opt_feasible").resolve()) in user
+    local = str((data_dir / "data" / "bench4opt_feasible").resolve())
+    default = PromptRenderer(
+        feasible, "t-rex", working_directory=get_protocol("default").prompt_working_directory(feasible)
+    ).render(feasible.problems[0])
+    assert "/trex-eval/data/data/bench4opt_feasible" in default.messages[1].content
+    assert str(data_dir.resolve()) not in default.messages[1].content
+    assert default == PromptRenderer(feasible, "t-rex").render(feasible.problems[0])
+    compat = PromptRenderer(
+        feasible, "t-rex", working_directory=get_protocol("trex-compat").prompt_working_directory(feasible)
+    ).render(feasible.problems[0])
+    assert local in compat.messages[1].content
+    assert compat.messages[1].content.replace(local, "/trex-eval/data/data/bench4opt_feasible") == (
+        default.messages[1].content
+    )
 
 
 @pytest.mark.parametrize("prompt_set", ["neutral", "pulp", "ortools", "gurobipy"])

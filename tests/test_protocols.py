@@ -109,14 +109,14 @@ def test_a_third_protocol_is_one_folder_and_a_registry_line(
 
 
 def test_failed_samples_record_the_versioned_rule(tmp_path: Path, data_dir: Path) -> None:
-    """A sample whose model request failed records ``name@version`` like a graded one."""
+    """A sample with no recorded completion (missing) records ``name@version`` like a graded one."""
     recorded = tmp_path / "recorded.jsonl"
     recorded.write_text(json.dumps({"problem_id": "BENCH4OPT_1", "completion": "no code here"}) + "\n")
     model = BackendSpec(name="recorded", backend="replay", options={"path": str(recorded)})
     spec = RunSpec(model=model, benchmarks=("b4o-orgeval",), limit=2)
     result = pipeline.run(spec, RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False))
     records = list(RunStore(result.run_dir).iter_samples())
-    assert {r.grade.verdict for r in records} == {Verdict.NO_CODE, Verdict.API_ERROR}
+    assert {r.grade.verdict for r in records} == {Verdict.NO_CODE, Verdict.MISSING}
     assert {r.grade.rule for r in records} == {"orgeval-fixed@1"}
     assert [b.rule for b in RunStore(result.run_dir).read_manifest().settings.benchmarks] == [
         "orgeval-fixed@1"

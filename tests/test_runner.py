@@ -338,14 +338,15 @@ def test_a_run_whose_requests_failed_is_not_a_measurement(tmp_path: Path, data_d
 def test_a_run_that_fails_before_its_first_sample_leaves_nothing_behind(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    """Issue 16: a missing key used to leave a manifest that refused the fixed retry."""
+    """Issue 16: a missing key used to leave a manifest that refused the fixed retry (a remote
+    endpoint: on loopback no key is needed)."""
     variable = "TREX_TEST_KEY_THAT_IS_NOT_SET"
     assert variable not in os.environ
     spec = BackendSpec(
         name="keyed",
         backend="openai",
         model="m",
-        options={"base_url": "http://127.0.0.1:9/v1", "api_key_env": variable},
+        options={"base_url": "http://192.0.2.1:9/v1", "api_key_env": variable},
         sampling=SamplingParams(),
     )
     out = tmp_path / "run"

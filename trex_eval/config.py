@@ -16,6 +16,14 @@ Environment variables understood by trex-eval:
     A ``vllm`` executable to start (e.g. from another virtualenv); default: ``vllm`` on PATH.
 API keys
     Read only under the variable name a model preset names (``api_key_env``), never stored.
+``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``MODEL_NAME``
+    The reference harness's endpoint, key and model, for the ``openai/<model>`` and
+    ``openai-compatible`` model specs (:mod:`trex_eval.backends.specs`).
+``CUDA_VISIBLE_DEVICES``
+    The GPUs a managed server may use; unset: every GPU ``nvidia-smi`` lists
+    (:mod:`trex_eval.backends.gpus`).
+``HF_HUB_CACHE``, ``HF_HOME``, ``MODELSCOPE_CACHE``
+    Where the hubs cache models, read to record the revision a server loaded.
 """
 
 from __future__ import annotations
@@ -32,6 +40,17 @@ def getenv(name: str) -> str | None:
     """Value of environment variable ``name``, or ``None`` when unset or empty."""
     value = os.environ.get(name)
     return value if value else None
+
+
+def getenv_raw(name: str) -> str | None:
+    """Value of environment variable ``name`` as set, empty included; ``None`` when unset
+    (``CUDA_VISIBLE_DEVICES=""`` means "no GPU", not "unset")."""
+    return os.environ.get(name)
+
+
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A copy of this process's environment with ``extra`` laid over it (for a child server)."""
+    return {**os.environ, **(extra or {})}
 
 
 def cache_dir() -> Path:

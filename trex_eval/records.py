@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from trex_eval.vocabulary import GUROBI_POLICY_ALIASES as GUROBI_POLICY_ALIASES
 
@@ -142,6 +142,12 @@ class BackendSpec(Record):
     description: str = ""
 
 
+SHM_MIB = 64
+"""Size of the private ``/dev/shm`` tmpfs of every job under bubblewrap (MiB)."""
+
+_LEAST_ADDRESS_SPACE_MIB = 256
+
+
 class SandboxLimits(Record):
     """Limits applied to every program; each breach becomes an :class:`ExecStatus`.
 
@@ -153,10 +159,15 @@ class SandboxLimits(Record):
             breach the program and everything it started are killed: ``timeout``.
         cpu_s: CPU seconds per process (``RLIMIT_CPU``, rounded up to whole seconds; default 60).
             On breach the kernel kills the process with SIGKILL: ``timeout``.
-        memory_mib: address space the program may add on top of the warm worker's (``RLIMIT_AS``
-            = the worker's size at fork + this; default 2048). On breach allocations fail, which
-            Python raises as ``MemoryError``: ``memory_limit``. Keep it >= 1024: some BLAS
-            builds hang at start-up below ~512 MiB.
+        memory_mib: memory the program may add on top of the warm worker's (default 2048). Under
+            bubblewrap this includes its private ``/tmp`` and ``/dev/shm``, which are tmpfs (RAM):
+            ``RLIMIT_AS`` = the worker's size at fork + ``memory_mib - disk_mib - SHM_MIB``, so
+            address space plus everything the job can store stays under ``memory_mib``; at the
+            weaker levels (no private tmpfs) ``RLIMIT_AS`` = size at fork + ``memory_mib``. Must
+            leave at least 256 MiB of address space beside ``disk_mib + SHM_MIB`` (a
+            ``ValidationError`` otherwise). On breach allocations fail, which Python raises as
+            ``MemoryError``: ``memory_limit``; a full tmpfs fails writes with ENOSPC. Keep the
+            address space >= 1024 MiB: some BLAS builds hang at start-up below ~512 MiB.
         file_size_mib: largest file the program may write, its output included (``RLIMIT_FSIZE``;
             default 64). On breach the write fails with EFBIG: ``output_limit``.
         max_processes: processes the program may have at once, itself included (default 64).
@@ -185,6 +196,20 @@ class SandboxLimits(Record):
     disk_mib: int = Field(default=512, ge=16)
     record_mib: int = Field(default=16, ge=1)
 
+    @model_validator(mode="after")
+    def _memory_covers_the_tmpfs(self) -> SandboxLimits:
+        if self.memory_mib - self.disk_mib - SHM_MIB < _LEAST_ADDRESS_SPACE_MIB:
+            raise ValueError(
+                f"memory_mib ({self.memory_mib}) must exceed disk_mib ({self.disk_mib}) + /dev/shm "
+                f"({SHM_MIB}) by at least {_LEAST_ADDRESS_SPACE_MIB} MiB: the private /tmp and /dev/shm "
+                "are memory and count against it"
+            )
+        return self
+
+    def address_space_mib(self, *, private_tmpfs: bool) -> int:
+        """The ``RLIMIT_AS`` allowance above the worker's size (see ``memory_mib``)."""
+        return self.memory_mib - (self.disk_mib + SHM_MIB if private_tmpfs else 0)
+
 
 class Usage(Record):
     prompt_tokens: int | None = None
@@ -198,7 +223,9 @@ class Completion(Record):
     ``error`` is set (and ``text`` empty) when the request failed after the retry budget;
     such a completion grades as ``api_error``. ``reasoning`` holds a separate reasoning channel
     (``reasoning_content``) when the server returns one. ``latency_s`` is wall seconds for the
-    successful attempt; ``attempts`` counts HTTP attempts including retries.
+    successful attempt; ``attempts`` counts HTTP attempts including retries. ``endpoint`` is the
+    API root (no credentials) that produced it, when the backend spoke HTTP (one of several
+    replicas: see ``trex_eval.backends.endpoints``).
     """
 
     problem_id: str
@@ -212,6 +239,7 @@ class Completion(Record):
     seed: int | None = None
     attempts: int = 1
     error: str | None = None
+    endpoint: str | None = None
 
     @field_validator("text", "reasoning", "error")
     @classmethod
@@ -242,6 +270,36 @@ VariableType = Literal["C", "I", "B", "S", "N"]
 """Continuous, integer, binary, semi-continuous, semi-integer."""
 
 
+class QuadraticConstraint(Record):
+    """One quadratic constraint ``lower <= sum(linear) + sum(q * x_i * x_j) <= upper`` of a
+    :class:`LinearModel`: ``linear`` holds ``(column, coefficient)`` pairs, ``quadratic`` holds
+    ``(i, j, q)`` terms (no 1/2 factor, duplicates summed by readers)."""
+
+    lower: float
+    upper: float
+    linear: tuple[tuple[int, float], ...] = ()
+    quadratic: tuple[tuple[int, int, float], ...] = ()
+
+
+class SOSConstraint(Record):
+    """One SOS set of a :class:`LinearModel`: ``type`` 1 (at most one member non-zero) or 2 (at
+    most two, adjacent in weight order); ``members`` holds ``(column, weight)`` pairs."""
+
+    type: Literal[1, 2]
+    members: tuple[tuple[int, float], ...]
+
+
+class IndicatorConstraint(Record):
+    """``x[binary] = value -> lower <= sum(linear) <= upper``, one indicator constraint of a
+    :class:`LinearModel` (``linear`` holds ``(column, coefficient)`` pairs, duplicates summed)."""
+
+    binary: int
+    value: Literal[0, 1]
+    lower: float
+    upper: float
+    linear: tuple[tuple[int, float], ...] = ()
+
+
 class LinearModel(Record):
     """Solver-neutral matrix form of a (mixed-integer) linear model, with flags for the parts
     that are not linear.
@@ -251,7 +309,11 @@ class LinearModel(Record):
     are summed by readers. ``vtype`` is ``C`` continuous, ``I`` integer, ``B`` binary, ``S``
     semi-continuous, ``N`` semi-integer. Quadratic objective terms are ``(i, j, q)`` with the
     objective containing ``q * x_i * x_j`` (no 1/2 factor). ``n_quadratic_constraints``,
-    ``n_general_constraints`` and ``n_sos`` count parts that the matrix does not hold.
+    ``n_general_constraints`` and ``n_sos`` count parts that the matrix does not hold;
+    ``q_constraints`` holds the quadratic constraints themselves where the hook could read them
+    (all of them or none: a model whose count exceeds the list cannot be verified); likewise
+    ``sos`` (counted in ``n_sos``) and ``indicators`` (counted in ``n_general_constraints``, which
+    also counts general constraints no field holds).
     """
 
     sense: Literal["min", "max"]
@@ -271,6 +333,9 @@ class LinearModel(Record):
     n_quadratic_constraints: int = 0
     n_general_constraints: int = 0
     n_sos: int = 0
+    q_constraints: tuple[QuadraticConstraint, ...] = ()
+    sos: tuple[SOSConstraint, ...] = ()
+    indicators: tuple[IndicatorConstraint, ...] = ()
 
     @property
     def num_vars(self) -> int:
@@ -289,10 +354,13 @@ class LinearModel(Record):
 class SolveRecord(Record):
     """One solve call observed by the sandbox hooks.
 
-    ``objective`` is the solver's reported objective (``None`` unless a solution exists).
-    ``verified_objective`` is the harness's own HiGHS re-solve of ``model`` in the parent
-    process (``None`` if not verified); ``verification`` says what happened
-    (``"match"``, ``"mismatch"``, ``"skipped: <why>"``).
+    Everything but the two verification fields is a claim of the program's process (the hooks
+    run there, beside the program). ``objective`` is the solver's reported objective (``None``
+    unless a solution exists). ``verified_objective`` is the harness's own re-solve of ``model``
+    in the parent process (``None`` if not verified); ``verification`` says what happened
+    (``"match"``, ``"mismatch"``, ``"skipped: <why>"``, ``None``: not attempted yet) and
+    ``verified_by`` names the parent's solver (``highs``, ``gurobipy``, ``scip``). See
+    :mod:`trex_eval.sandbox.verify` for the contract.
     """
 
     library: str
@@ -305,6 +373,7 @@ class SolveRecord(Record):
     model: LinearModel | None = None
     verified_objective: float | None = None
     verification: str | None = None
+    verified_by: str | None = None
 
 
 class WrittenFile(Record):

@@ -115,6 +115,10 @@ class Verdict(str, Enum):
     NOT_RUN = "not_run"
     MISSING = "missing"
     """No completion was recorded for the sample (a replayed file without it): not a failed request."""
+    UNVERIFIED = "unverified"
+    """The program's claim would pass the rule, but the harness could not re-derive it from the
+    captured model (no matrix, an unsupported model kind, a re-solve that failed or timed out):
+    never counted as correct by ``strict``; see ``trex_eval.sandbox.verify``."""
 
     @property
     def is_environment_failure(self) -> bool:

@@ -199,7 +199,7 @@ def test_generate_before_start_is_a_backend_error(nl4opt_prompts: list[tuple[Pro
     ("options", "message"),
     [
         ({"threads": 0}, r"invalid option: threads: Input should be greater than or equal to 1"),
-        ({"temperature": 0.2}, r"unknown option\(s\) temperature for backend 'local'"),
+        ({"temperature": 0.2}, r"unknown option 'temperature' for backend 'local'"),
         ({"base_url": "http://127.0.0.1:1/v1"}, r"base_url cannot be set for backend 'local'"),
         ({"concurrency": "many"}, r"invalid option: concurrency"),
     ],

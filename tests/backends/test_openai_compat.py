@@ -297,11 +297,23 @@ def test_api_key_is_sent_but_never_described_or_recorded(monkeypatch: pytest.Mon
 
 def test_missing_api_key_variable_is_a_config_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TREX_TEST_MISSING_KEY", raising=False)
+    # 192.0.2.0/24 is TEST-NET-1: not loopback, and never contacted (the key is read first).
+    backend = OpenAICompatBackend(spec("http://192.0.2.1:9/v1", api_key_env="TREX_TEST_MISSING_KEY"))
+    with pytest.raises(ConfigError, match="TREX_TEST_MISSING_KEY"):
+        asyncio.run(backend.start())
+
+
+def test_a_loopback_endpoint_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TREX_TEST_MISSING_KEY", raising=False)
     with FakeOpenAIServer() as srv:
         backend = OpenAICompatBackend(spec(srv.base_url, api_key_env="TREX_TEST_MISSING_KEY"))
-        with pytest.raises(ConfigError, match="TREX_TEST_MISSING_KEY"):
-            asyncio.run(backend.start())
-        assert srv.seen == []
+        (completion,) = generate_all(backend, [request("p1")])
+        assert completion.error is None and completion.text == "answer p1"
+        assert completion.endpoint == srv.base_url
+        assert all("authorization" not in seen.headers for seen in srv.seen)
+        assert (
+            backend.describe()["authentication"] == "none ($TREX_TEST_MISSING_KEY unset; loopback endpoint)"
+        )
 
 
 def test_unauthorised_requests_fail_fast_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,11 +60,12 @@ def test_shipped_presets() -> None:
             cpu_caps.get(name, 9600),
             42,
         )
-    assert (presets["deepseek-v4-flash-or"].backend, presets["deepseek-v4-flash-or"].model) == (
-        "vllm",
-        "SLAI-AITP/DeepSeek-V4-Flash-OR",
-    )
+    # The T-Rex release publishes the checkpoint on ModelScope, not on the Hugging Face hub.
+    trex = presets["deepseek-v4-flash-or"]
+    assert (trex.backend, trex.model) == ("vllm", "SLAIAITP/DeepSeek-V4-Flash-OR")
+    assert (trex.options["hub"], trex.options["large"]) == ("modelscope", True)
     assert presets["deepseek-v4-flash"].backend == "vllm"
+    assert "hub" not in presets["deepseek-v4-flash"].options and presets["deepseek-v4-flash"].options["large"]
     api = presets["deepseek-v4-flash-api"]
     assert api.backend == "openai"
     assert api.options["base_url"] == "https://api.deepseek.com"
@@ -168,7 +169,8 @@ def test_a_missing_models_file_is_an_error(tmp_path: Path) -> None:
         ),
         ("a:\n  backend: reference\n  options:\n    nested: {x: 1}\n", 4, r"field 'options.nested"),
         ("a:\n  backend: vllmm\n", 2, r"field 'backend': Value error, unknown backend 'vllmm'"),
-        ("a:\n  model: x\n", 2, r"field 'backend': Field required"),
+        ("a:\n  model: x\n", 2, r"give a backend, or a model spec to extend"),
+        ("a:\n  extends: gpt-4o\n", 2, r"field 'extends': Value error, 'gpt-4o' is not a model spec"),
         (
             "a:\n  backend: reference\nb:\n  backend: reference\na:\n  backend: openai\n",
             5,

@@ -21,6 +21,7 @@ import pytest
 from trex_eval import config
 from trex_eval.backends import BackendSpec, GenerationRequest, create_backend
 from trex_eval.backends.model_files import hf_export_dir
+from trex_eval.backends.presets import resolve_preset
 from trex_eval.backends.vllm import VLLMBackend, VLLMOptions, serve_argv
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
@@ -114,7 +115,7 @@ def test_options_are_split_between_server_and_client(any_executable: str) -> Non
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"tensor_parallel": 2}, r"unknown option\(s\) tensor_parallel for backend 'vllm'"),
+        ({"tensor_parallel": 2}, r"unknown option 'tensor_parallel' for backend 'vllm'"),
         ({"gpu_memory_utilization": 1.5}, r"gpu_memory_utilization: Input should be less than or equal to 1"),
         ({"api_key_env": "KEY"}, r"api_key_env cannot be set for backend 'vllm'"),
         ({"extra_args": "--port 1"}, r"may not set --port"),
@@ -151,20 +152,21 @@ def test_vllm_cpu_serves_smollm2_for_two_nl4opt_prompts(data_dir: Path) -> None:
     benchmark = load_benchmark("nl4opt", data_dir=data_dir)
     renderer = PromptRenderer(benchmark, "t-rex")
     problems = benchmark.problems[:2]
-    spec = BackendSpec(
-        name="smollm2-vllm",
-        backend="vllm",
-        model=str(model_dir),
-        options={
+    # The ad-hoc spec, as `trex-eval run --model vllm/<path>` resolves it: no preset needed.
+    spec = resolve_preset(
+        f"vllm/{model_dir}",
+        presets={},
+        overrides={
             # vLLM's CPU backend reserves this fraction of the NUMA node's RAM; its 0.92 default
             # fails on a machine that runs anything else.
-            "gpu_memory_utilization": 0.2,
-            "max_model_len": 4096,
+            "gpu_memory_utilization": "0.2",
+            "max_model_len": "4096",
             # torch.compile of the model takes minutes on 2 cores and buys nothing for 100 tokens.
             "extra_args": "--enforce-eager",
-            "startup_timeout_s": 600,
+            "startup_timeout_s": "600",
         },
     )
+    assert (spec.backend, spec.model) == ("vllm", str(model_dir))
     backend = create_backend(spec)
 
     async def scenario() -> tuple[list[Completion], dict[str, object], int | None]:
@@ -202,6 +204,8 @@ def test_vllm_cpu_serves_smollm2_for_two_nl4opt_prompts(data_dir: Path) -> None:
         assert completion.finish_reason == ("length" if tokens == MAX_TOKENS else "stop")
         assert completion.usage.prompt_tokens is not None and completion.usage.prompt_tokens > 100
     assert str(facts["server"]).startswith("vllm 0.")
+    assert facts["download"] == f"local folder {model_dir}" and facts["revision_resolved"] is None
+    assert all(c.endpoint == facts["endpoint"] + "/v1" for c in completions)
     assert facts["model_path"] == str(model_dir.resolve())
     argv = facts["argv"]
     assert isinstance(argv, list) and argv[:3] == [executable, "serve", str(model_dir)]

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from trex_eval.errors import GradingError
+from trex_eval.errors import ConfigError, GradingError
 from trex_eval.grading import get_rule, grade_objective
 from trex_eval.records import (
     ExecStatus,
@@ -30,9 +30,11 @@ def solve(
     objective: float | None = 8.0,
     *,
     status: SolveStatus = SolveStatus.OPTIMAL,
-    verification: str | None = None,
+    verification: str | None = "match",
     verified: float | None = None,
 ) -> SolveRecord:
+    """A solve record as the harness stores it after its own re-solve agreed (``verification``
+    "match" by default: these tests are about the tolerance; TestVerification covers the rest)."""
     return SolveRecord(
         library="gurobipy",
         status=status,
@@ -136,10 +138,51 @@ class TestVerification:
         assert grade.verdict is Verdict.CORRECT
         assert "HiGHS re-solve 8.0" in grade.reason
 
-    def test_skipped_verification_does_not_block(self) -> None:
-        grade = grade_objective(run(solve(8.0, verification="skipped: quadratic")), optimum(8.0))
+    @pytest.mark.parametrize(
+        ("verification", "why"),
+        [
+            ("skipped: no matrix captured", "no matrix captured"),
+            ("skipped: matrix too large", "matrix too large"),
+            ("skipped: model has SOS or general constraints", "model has SOS or general constraints"),
+            ("skipped: highs kTimeLimit", "highs kTimeLimit"),
+            (None, "no re-solve was run"),
+        ],
+    )
+    def test_a_passing_claim_without_a_match_is_unverified(self, verification: str | None, why: str) -> None:
+        grade = grade_objective(run(solve(8.0, verification=verification)), optimum(8.0))
+        assert grade.verdict is Verdict.UNVERIFIED
+        assert not grade.passed
+        assert f"not verified by the harness: {why}" in grade.reason
+
+    def test_a_failing_claim_without_a_match_is_still_wrong(self) -> None:
+        grade = grade_objective(run(solve(5.0, verification=None)), optimum(8.0))
+        assert grade.verdict is Verdict.WRONG
+
+    def test_status_claims_need_a_match_too(self) -> None:
+        reference = no_optimum(SolveStatus.INFEASIBLE)
+        unchecked = solve(None, status=SolveStatus.INFEASIBLE, verification="skipped: no matrix captured")
+        assert grade_objective(run(unchecked), reference).verdict is Verdict.UNVERIFIED
+        checked = solve(None, status=SolveStatus.INFEASIBLE)
+        assert grade_objective(run(checked), reference).verdict is Verdict.CORRECT
+
+    def test_an_option_counts_unverified_claims_for_other_conventions(self) -> None:
+        execution = run(solve(8.0, verification="skipped: no matrix captured"))
+        grade = grade_objective(execution, optimum(8.0), rule="rel:1e-4,unverified=true")
         assert grade.verdict is Verdict.CORRECT
-        assert "skipped: quadratic" in grade.reason
+        assert grade.rule == "rel@1:rtol=0.0001,unverified=true"
+        assert "counted although unverified: no matrix captured" in grade.reason
+        assert "claims the harness could not verify count as correct" in get_rule(grade.rule).description
+
+    def test_strict_never_counts_unverified_claims(self) -> None:
+        with pytest.raises(ConfigError, match="strict never counts"):
+            get_rule("strict:unverified=true")
+
+    def test_the_parents_solver_is_named(self) -> None:
+        grade = grade_objective(
+            run(solve(8.0).model_copy(update={"verified_objective": 8.0, "verified_by": "gurobipy"})),
+            optimum(8.0),
+        )
+        assert grade.verdict is Verdict.CORRECT and "gurobipy re-solve 8.0" in grade.reason
 
 
 class TestExecutionOutcomes:
@@ -167,8 +210,12 @@ class TestExecutionOutcomes:
     def test_printed_fallback_when_enabled(self) -> None:
         execution = run(status=ExecStatus.NO_SOLVE, printed_objective=8.0)
         grade = grade_objective(execution, optimum(8.0), rule="strict:printed=true")
-        assert grade.verdict is Verdict.CORRECT
+        # A printed number is the program's word alone: it can pass only a rule that trusts it.
+        assert grade.verdict is Verdict.UNVERIFIED
+        assert "the value was printed" in grade.reason
         assert grade.rule == "strict@1:printed=true"
+        trusting = grade_objective(execution, optimum(8.0), rule="abs:1e-6,printed=true,unverified=true")
+        assert trusting.verdict is Verdict.CORRECT
         assert (evidence_of(grade).source, evidence_of(grade).predicted_status) == ("printed", None)
 
     def test_printed_fallback_never_overrides_a_hooked_solve(self) -> None:

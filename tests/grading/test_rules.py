@@ -68,7 +68,7 @@ class TestSpecs:
         objective = {f.name for f in families(GraderKind.OBJECTIVE)}
         structure = {f.name for f in families(GraderKind.STRUCTURE)}
         assert objective == {"strict", "rel", "abs", "round", "orlm", "sirl", "trex-compat"}
-        assert structure == {"orgeval-fixed", "orgeval-trex-compat"}
+        assert structure == {"orgeval-fixed", "orgeval-exact", "orgeval-trex-compat"}
         assert FAMILIES[0].name == "strict"
         for entry in FAMILIES:
             assert entry.summary and "\n" not in entry.summary
@@ -163,7 +163,13 @@ class TestKinds:
             structure_rule("strict")
 
     def test_objective_grading_is_the_rules_grade(self) -> None:
-        hooked = SolveRecord(library="highspy", status=SolveStatus.OPTIMAL, raw_status="ok", objective=8.0)
+        hooked = SolveRecord(
+            library="highspy",
+            status=SolveStatus.OPTIMAL,
+            raw_status="ok",
+            objective=8.0,
+            verification="match",
+        )
         execution = Execution(status=ExecStatus.OK, solves=(hooked,))
         reference = ObjectiveReference(value=8.0, label="8")
         for spec in ("strict", "trex-compat"):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from trex_eval.grading.lp import row_bounds
-from trex_eval.records import LinearModel
+from trex_eval.records import IndicatorConstraint, LinearModel, QuadraticConstraint, SOSConstraint
 
 gp = pytest.importorskip("gurobipy")
 
@@ -82,6 +82,52 @@ def to_linear_model(model: Any) -> LinearModel:
         n_quadratic_constraints=model.NumQConstrs,
         n_general_constraints=model.NumGenConstrs,
         n_sos=model.NumSOS,
+        q_constraints=tuple(_quadratic_constraint(model, qc) for qc in model.getQConstrs()),
+        sos=tuple(_sos(model, sos) for sos in model.getSOSs()),
+        indicators=tuple(
+            _indicator(model, gc)
+            for gc in model.getGenConstrs()
+            if gc.GenConstrType == gp.GRB.GENCONSTR_INDICATOR
+        ),
+    )
+
+
+def _linear_terms(expr: Any) -> tuple[tuple[int, float], ...]:
+    totals: dict[int, float] = {}
+    for k in range(expr.size()):
+        index = expr.getVar(k).index
+        totals[index] = totals.get(index, 0.0) + expr.getCoeff(k)
+    return tuple((j, totals[j]) for j in sorted(totals) if totals[j] != 0.0)
+
+
+def _quadratic_constraint(model: Any, constraint: Any) -> QuadraticConstraint:
+    expr = model.getQCRow(constraint)
+    totals: dict[tuple[int, int], float] = {}
+    for k in range(expr.size()):
+        i, j = expr.getVar1(k).index, expr.getVar2(k).index
+        key = (min(i, j), max(i, j))
+        totals[key] = totals.get(key, 0.0) + expr.getCoeff(k)
+    lower, upper = row_bounds(constraint.QCSense, constraint.QCRHS)
+    return QuadraticConstraint(
+        lower=lower,
+        upper=upper,
+        linear=_linear_terms(expr.getLinExpr()),
+        quadratic=tuple((i, j, totals[i, j]) for i, j in sorted(totals) if totals[i, j] != 0.0),
+    )
+
+
+def _sos(model: Any, sos: Any) -> SOSConstraint:
+    kind, members, weights = model.getSOS(sos)
+    return SOSConstraint(
+        type=kind, members=tuple((v.index, float(w)) for v, w in zip(members, weights, strict=True))
+    )
+
+
+def _indicator(model: Any, constraint: Any) -> IndicatorConstraint:
+    binary, value, expr, sense, rhs = model.getGenConstrIndicator(constraint)
+    lower, upper = row_bounds(sense, rhs)
+    return IndicatorConstraint(
+        binary=binary.index, value=int(value), lower=lower, upper=upper, linear=_linear_terms(expr)
     )
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pipeline_runs as pr
 import pytest
 from chromium import HeadlessChromium, chromium_executable
+from html_blobs import read_page
 
 from trex_eval.report import RunResults, load_published, load_run, shipped_published_csv, write_html_report
 
@@ -98,6 +100,24 @@ def test_drilldown_filter_runs(browser: HeadlessChromium, page: Path) -> None:
         'button[data-filter="disagree"]\').click()'
     )
     assert browser.evaluate(visible) == len(pr.BREAKAGES["nl4opt"])
-    browser.evaluate("document.querySelector('details.problem').open = true")
-    assert browser.evaluate("document.querySelector('details.problem pre').textContent.length") > 0
+    assert browser.errors() == []
+
+
+def test_opened_problems_show_the_stored_texts(browser: HeadlessChromium, page: Path) -> None:
+    # the page decompresses the benchmark's blob (DecompressionStream) when a problem is opened
+    section = 'section.bench-problems[data-benchmark="b4o-orgeval"]'
+    browser.evaluate(f"document.querySelectorAll('{section} details.problem').forEach(p => p.open = true)")
+    shown = f"[...document.querySelectorAll('{section} .problem-body pre')].map(pre => pre.textContent)"
+    deadline = time.monotonic() + 20
+    while not browser.evaluate(shown) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    expected = [
+        text
+        for problem in read_page(page.read_text(encoding="utf-8"))["b4o-orgeval"].problems.values()
+        for _, text in problem.texts
+    ]
+    assert browser.evaluate(shown) == expected and len(expected) > pr.LIMIT
+    assert "ValueError: deliberately broken" in browser.evaluate(
+        f"document.querySelector('{section}').textContent"
+    )
     assert browser.errors() == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pipeline_runs as pr
 import pytest
+from html_blobs import read_page
 from records_factory import entry, manifest, sample
 
 from trex_eval.errors import ConfigError
@@ -56,6 +57,9 @@ def html(broken: RunResults, reference: RunResults) -> str:
     return render_html_report([broken, reference], baseline=0, published=load_published(published))
 
 
+SHARED = "prompt (the same for every run)"
+
+
 class TestDocument:
     def test_self_contained(self, html: str) -> None:
         elements = _parse(html)
@@ -102,9 +106,13 @@ class TestDocument:
         assert len(problems) == pr.LIMIT * len(pr.BENCHMARKS)
         broken_total = sum(len(ids) for ids in pr.BREAKAGES.values())
         assert len(elements.having("details", "problem", data_disagree="1")) == broken_total
-        assert "ValueError: deliberately broken" in html  # a reason, as the rule wrote it
+        # failure reasons, as the rule wrote them, are the badges' tooltips; bodies hold them all
+        assert "ValueError: deliberately broken" in html
         assert "wall-clock limit of 4 s exceeded" in html
-        assert html.count("the same for every run") == pr.LIMIT * len(pr.BENCHMARKS)
+        page = read_page(html)
+        shared = [p for bench in page.values() for p in bench.problems.values() if p.texts_titled(SHARED)]
+        assert len(shared) == pr.LIMIT * len(pr.BENCHMARKS)
+        assert all("rule <code>" in p.body_html for bench in page.values() for p in bench.problems.values())
 
     def test_written_file(self, broken: RunResults, reference: RunResults, tmp_path: Path) -> None:
         path = tmp_path / "deep" / "report.html"
@@ -115,22 +123,16 @@ class TestDocument:
 
 class TestDrilldownLimits:
     def test_detail_goes_to_disagreements_first(self, broken: RunResults, reference: RunResults) -> None:
-        html = render_html_report([broken, reference], options=HtmlOptions(detail_limit=2))
-        embedded = html.count("the same for every run")
-        assert embedded == 2 * len(pr.BENCHMARKS)
-        nl4opt = html.split('data-benchmark="nl4opt"')[1].split('data-benchmark="optibench"')[0]
+        page = read_page(render_html_report([broken, reference], options=HtmlOptions(detail_limit=2)))
+        for bench in page.values():
+            assert sum(1 for problem in bench.problems.values() if problem.texts) == 2
+        nl4opt = page["nl4opt"].problems
         # problems 0 and 1 are broken (disagree) and come first in id order: they get the texts
-        assert nl4opt.count("Texts not embedded") == pr.LIMIT - 2
-        assert nl4opt.index('class="pid">1<') < nl4opt.index("Texts not embedded")
+        assert [pid for pid, problem in nl4opt.items() if problem.texts] == ["0", "1"]
+        assert sum("Texts not embedded" in problem.body_html for problem in nl4opt.values()) == pr.LIMIT - 2
         # every problem keeps its verdicts and the reasons the rule gave, texts or not
-        assert "ValueError: deliberately broken" in nl4opt.split('class="pid">3<')[1]
-        assert nl4opt.count("rule <code>") == 2 * pr.LIMIT
-
-    def test_long_texts_keep_head_and_tail(self) -> None:
-        text = "HEAD" + "x" * 10_000 + "TAIL"
-        run = arrange(manifest("long", [entry("toy", problems=1)]), [sample("toy", "1", text=text)])
-        html = render_html_report([run], options=HtmlOptions(text_limit=1000))
-        assert "HEAD" in html and "TAIL" in html and "[… 9008 characters omitted …]" in html
+        assert "ValueError: deliberately broken" in nl4opt["3"].body_html
+        assert sum(problem.body_html.count("rule <code>") for problem in nl4opt.values()) == 2 * pr.LIMIT
 
     def test_model_output_is_escaped(self) -> None:
         hostile = '</pre><script>alert("owned")</script><img src="http://example.com/x.png">'
@@ -140,7 +142,9 @@ class TestDrilldownLimits:
         )
         html = render_html_report([run])
         assert "<script>alert" not in html and "<img" not in html and "<b>bold" not in html
-        assert "&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;" in html
+        assert "&lt;b&gt;bold&lt;/b&gt;" in html
+        # the texts travel in the blob and are set as text, never parsed as markup
+        assert read_page(html)["toy"].problems["1"].texts_titled("completion") == [hostile]
 
     def test_runs_that_cannot_pair_explain_why(self, reference: RunResults, sampled: RunResults) -> None:
         html = render_html_report([reference, sampled])

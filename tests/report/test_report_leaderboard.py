@@ -107,6 +107,7 @@ class TestTable:
             "api_errors",
             "environment_failures",
             "missing_samples",
+            "unverified_samples",
         ]
         groups = [f"{name}.{field}" for name in sorted(pr.BENCHMARKS) for field in fields]
         macro = ["macro.pass@1_pct", "macro.ci95_low_pct", "macro.ci95_high_pct", "macro.over"]

@@ -161,3 +161,27 @@ def test_wipe_reports_what_it_could_not_remove(tmp_path: Path) -> None:
         else:
             locked.chmod(0o700)
     assert problems and "cannot remove" in problems[0]
+
+
+FLOOD_CHANNEL = """
+import os
+for name in os.listdir("/proc/self/fd"):
+    try:
+        target = os.readlink(f"/proc/self/fd/{name}")
+    except OSError:
+        continue
+    if "trex-result" in target:
+        line = b'{"kind":"junk","pad":"' + b"x" * 1000 + b'"}\\n'
+        for _ in range(40_000):
+            os.write(int(name), line)
+print("flooded")
+"""
+
+
+def test_a_flooded_result_channel_is_read_only_up_to_twice_the_record_budget(single: SandboxPool) -> None:
+    """40 MB of lines written straight into the result channel: the worker passes on at most
+    2 x record_mib of it (head and tail), and the cut is noted."""
+    execution = single.run(Job(code=FLOOD_CHANNEL, expect="any"), limits=SandboxLimits(record_mib=4))
+    assert "flooded" in execution.stdout_tail, (execution.status, execution.detail)
+    assert "bytes of solve records left out of the middle of the result channel" in execution.detail
+    assert len(execution.model_dump_json()) < 4 << 20

@@ -122,13 +122,14 @@ def test_unboundedness_claims() -> None:
     [
         (claim(None, SolveStatus.OPTIMAL, 1.0), "skipped: no matrix captured"),
         (
-            claim(textbook(q_obj=((0, 0, 1.0),)), SolveStatus.OPTIMAL, 1.0),
-            "skipped: model has quadratic, SOS or general constraints",
+            claim(textbook(n_quadratic_constraints=1), SolveStatus.OPTIMAL, 1.0),
+            "skipped: model has quadratic constraints that were not captured",
         ),
         (
             claim(textbook(n_general_constraints=1), SolveStatus.OPTIMAL, 1.0),
-            "skipped: model has quadratic, SOS or general constraints",
+            "skipped: model has SOS or general constraints",
         ),
+        (claim(textbook(n_sos=1), SolveStatus.OPTIMAL, 1.0), "skipped: model has SOS or general constraints"),
         (claim(textbook(), SolveStatus.TIME_LIMIT, 19.0), "skipped: solver status time_limit"),
     ],
 )

@@ -12,11 +12,13 @@ content of its last message (tests put the problem id there) and numbered per ke
 * :class:`Malformed` a 200 whose body is not a chat completion.
 
 The server records each request (headers, JSON body, arrival time) and the highest number of
-chat requests it was handling at once.
+chat requests it was handling at once. :meth:`FakeOpenAIServer.kill` makes it die like a
+crashed replica (no more answers, every open connection cut).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -108,6 +110,8 @@ class FakeOpenAIServer:
         self._attempts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._dead = threading.Event()
+        self.answered: list[str] = []
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
@@ -124,6 +128,14 @@ class FakeOpenAIServer:
     def chat_requests(self, key: str | None = None) -> list[Seen]:
         with self._lock:
             return [s for s in self.seen if s.method == "POST" and key in (None, s.key)]
+
+    def kill(self) -> None:
+        """Die like a crashed replica: stop listening; requests in flight get no answer (their
+        connection is cut) and so does every later request on a kept-alive connection."""
+        self._dead.set()
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
 
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
@@ -184,7 +196,15 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
+        def _die(self) -> None:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+
         def do_GET(self) -> None:
+            if server._dead.is_set():
+                self._die()
+                return
             server._register(self, None)
             if self.path.partition("?")[0].rstrip("/").endswith("/models"):
                 if server.models_status != 200:
@@ -199,6 +219,9 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"null")
+            if server._dead.is_set():
+                self._die()
+                return
             seen = server._register(self, body)
             server._enter()
             try:
@@ -212,6 +235,11 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if isinstance(action, Reply):
                 if action.delay_s:
                     server._stopping.wait(action.delay_s)
+                if server._dead.is_set():
+                    self._die()  # killed while "generating": the answer is lost
+                    return
+                with server._lock:  # before sending: a superset of what clients received
+                    server.answered.append(seen.key or "")
                 self._send(200, _completion(action, seen))
             elif isinstance(action, Status):
                 self._send(action.code, action.body.encode(), headers=action.headers)

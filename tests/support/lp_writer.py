@@ -17,9 +17,10 @@ model: ``parse_lp(write_lp(m)) == m`` for every model ``parse_lp`` produces. To 
   ``name: a.x + Rg<name> = upper`` with a new variable ``0 <= Rg<name> <= upper - lower``
   appended after the model's variables; a row with no finite side is written ``>= -1e+100``.
 
-Quadratic constraints, general constraints and SOS are counted but not held by a
-``LinearModel``, so a model with any of them cannot be written: that raises
-:class:`~trex_eval.errors.GradingError`.
+Held quadratic constraints (``name: a.x + [ q x * y ] sense rhs``, after the rows), indicators
+(``name: b = v -> a.x sense rhs``) and SOS sets (an ``SOS`` section) are written too; a model
+that counts parts it does not hold, or a two-sided quadratic or indicator row, cannot be
+written: that raises :class:`~trex_eval.errors.GradingError`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ def write_lp(model: LinearModel) -> str:
     Raises:
         GradingError: the model has quadratic constraints, general constraints or SOS.
     """
-    if model.n_quadratic_constraints or model.n_general_constraints or model.n_sos:
+    if (
+        model.n_quadratic_constraints > len(model.q_constraints)
+        or model.n_general_constraints > len(model.indicators)
+        or model.n_sos > len(model.sos)
+    ):
         raise GradingError(
             "cannot write an LP file for a model whose quadratic constraints, general constraints "
             "or SOS are only counted, not held",
@@ -66,6 +71,18 @@ def write_lp(model: LinearModel) -> str:
             operator = {"<": "<=", ">": ">=", "=": "="}[sense[0]]
             rhs = "-1e+100" if sense[1] == -math.inf else _number(sense[1])
             lines.extend(_wrapped(f" {row_name}:", [*terms, operator, rhs]))
+    for k, constraint in enumerate(model.q_constraints):
+        terms = [_term(a, names[j], first=n == 0) for n, (j, a) in enumerate(constraint.linear)]
+        terms.append("+ [" if terms else "[")
+        for n, (i, j, q) in enumerate(constraint.quadratic):
+            product = f"{names[i]} ^2" if i == j else f"{names[i]} * {names[j]}"
+            terms.append(_term(q, product, first=n == 0))
+        terms.append("]")
+        lines.extend(_wrapped(f" qc{k}:", [*terms, *_one_sided(constraint.lower, constraint.upper)]))
+    for k, indicator in enumerate(model.indicators):
+        terms = [_term(a, names[j], first=n == 0) for n, (j, a) in enumerate(indicator.linear)]
+        head = [names[indicator.binary], "=", str(indicator.value), "->"]
+        lines.extend(_wrapped(f" ind{k}:", [*head, *terms, *_one_sided(indicator.lower, indicator.upper)]))
     lines.append("Bounds")
     for j, name in enumerate(names):
         bound = _bound_line(name, model.lb[j], model.ub[j], model.vtype[j])
@@ -80,8 +97,21 @@ def write_lp(model: LinearModel) -> str:
         if members:
             lines.append(header)
             lines.extend(_wrapped(" ", members))
+    if model.sos:
+        lines.append("SOS")
+        for k, sos in enumerate(model.sos):
+            members = [f"{names[j]}:{_number(w)}" for j, w in sos.members]
+            lines.extend(_wrapped(f" sos{k}: S{sos.type} ::", members))
     lines.append("End")
     return "\n".join(lines) + "\n"
+
+
+def _one_sided(lower: float, upper: float) -> list[str]:
+    sense = row_sense(lower, upper)
+    if sense is None:
+        raise GradingError("cannot write a two-sided quadratic or indicator constraint in LP text")
+    operator = {"<": "<=", ">": ">=", "=": "="}[sense[0]]
+    return [operator, "-1e+100" if sense[1] == -math.inf else _number(sense[1])]
 
 
 def _safe(name: str, fallback: str) -> str:

@@ -9,20 +9,31 @@ from __future__ import annotations
 
 import random
 
-from trex_eval.records import LinearModel
+from trex_eval.records import IndicatorConstraint, LinearModel, QuadraticConstraint, SOSConstraint
 
 _SCALE_RANGE = (0.25, 4.0)
 
 
-def perturb(model: LinearModel, *, seed: int, flip_sense: bool = True) -> LinearModel:
+def perturb(
+    model: LinearModel,
+    *,
+    seed: int,
+    flip_sense: bool = True,
+    scales: tuple[float, float] = _SCALE_RANGE,
+    signs: tuple[float, ...] = (-1.0, 1.0),
+) -> LinearModel:
     """An equivalent copy of ``model``.
 
     Variables are renamed (``p0, p1, ...``) and put in a random order; rows are renamed
     (``q0, ...``), put in a random order and each multiplied by a random factor with magnitude in
     ``[0.25, 4)`` and random sign (a negative factor swaps the row's sides, turning ``>=`` into
-    ``<=``). With ``flip_sense`` the objective sense is swapped and the objective (linear,
-    quadratic and constant) negated. Integrality, bounds and the counted non-linear parts are
-    kept.
+    ``<=``); ``scales`` and ``signs`` narrow those factors (``(1.0, 1.0)`` and ``(1.0,)``: no
+    scaling). With ``flip_sense`` the objective sense is swapped and the objective (linear,
+    quadratic and constant) negated. Integrality and bounds are kept. Held quadratic
+    constraints and indicators are renumbered, reordered and scaled like rows; SOS sets are
+    renumbered and reordered, their weights mapped by an increasing affine function (the same
+    order). Counts of parts that are not held are kept. The random draws for the linear part
+    come first, so a linear model's copy does not depend on this.
     """
     rng = random.Random(seed)
     var_order = list(range(model.num_vars))
@@ -31,7 +42,7 @@ def perturb(model: LinearModel, *, seed: int, flip_sense: bool = True) -> Linear
     row_order = list(range(model.num_rows))
     rng.shuffle(row_order)
     new_row = {old: new for new, old in enumerate(row_order)}
-    factors = [rng.choice((-1.0, 1.0)) * rng.uniform(*_SCALE_RANGE) for _ in range(model.num_rows)]
+    factors = [_factor(rng, scales, signs) for _ in range(model.num_rows)]
 
     lower: list[float] = []
     upper: list[float] = []
@@ -50,6 +61,45 @@ def perturb(model: LinearModel, *, seed: int, flip_sense: bool = True) -> Linear
     quadratic = sorted(
         (min(new_var[i], new_var[j]), max(new_var[i], new_var[j]), sign * q) for i, j, q in model.q_obj
     )
+    q_constraints = []
+    for constraint in model.q_constraints:
+        factor = _factor(rng, scales, signs)
+        low, high = constraint.lower * factor, constraint.upper * factor
+        q_constraints.append(
+            QuadraticConstraint(
+                lower=min(low, high),
+                upper=max(low, high),
+                linear=tuple(sorted((new_var[j], a * factor) for j, a in constraint.linear)),
+                quadratic=tuple(
+                    sorted(
+                        (min(new_var[i], new_var[j]), max(new_var[i], new_var[j]), q * factor)
+                        for i, j, q in constraint.quadratic
+                    )
+                ),
+            )
+        )
+    rng.shuffle(q_constraints)
+    sos = []
+    for sos_set in model.sos:
+        scale, shift = rng.uniform(*_SCALE_RANGE), rng.uniform(-10.0, 10.0)
+        members = [(new_var[j], scale * w + shift) for j, w in sos_set.members]
+        rng.shuffle(members)
+        sos.append(SOSConstraint(type=sos_set.type, members=tuple(members)))
+    rng.shuffle(sos)
+    indicators = []
+    for indicator in model.indicators:
+        factor = _factor(rng, scales, signs)
+        low, high = indicator.lower * factor, indicator.upper * factor
+        indicators.append(
+            IndicatorConstraint(
+                binary=new_var[indicator.binary],
+                value=indicator.value,
+                lower=min(low, high),
+                upper=max(low, high),
+                linear=tuple(sorted((new_var[j], a * factor) for j, a in indicator.linear)),
+            )
+        )
+    rng.shuffle(indicators)
     return model.model_copy(
         update={
             "sense": sense,
@@ -66,5 +116,15 @@ def perturb(model: LinearModel, *, seed: int, flip_sense: bool = True) -> Linear
             "a_col": tuple(e[1] for e in entries),
             "a_val": tuple(e[2] for e in entries),
             "q_obj": tuple(quadratic),
+            "q_constraints": tuple(q_constraints),
+            "sos": tuple(sos),
+            "indicators": tuple(indicators),
         }
     )
+
+
+def _factor(rng: random.Random, scales: tuple[float, float], signs: tuple[float, ...]) -> float:
+    # Both draws always happen, so narrowing the factors does not shift the other random choices.
+    sign = rng.choice((-1.0, 1.0))
+    magnitude = rng.uniform(*scales)
+    return (sign if sign in signs else signs[0]) * magnitude

@@ -64,6 +64,7 @@ _REGISTRY: dict[str, str] = {
     "local": "trex_eval.backends.local:create",
     "replay": "trex_eval.backends.replay:create",
     "reference": "trex_eval.backends.reference:create",
+    "sglang": "trex_eval.backends.sglang:create",
 }
 
 
@@ -93,3 +94,24 @@ def create_backend(spec: BackendSpec) -> Backend:
     module = importlib.import_module(module_name)
     factory: BackendFactory = getattr(module, attr)
     return factory(spec)
+
+
+def dry_run(spec: BackendSpec) -> Mapping[str, object]:
+    """What the backend of ``spec`` would start or connect to, starting nothing (``run --dry-run``).
+
+    A backend module may define ``dry_run(spec) -> Mapping`` (the ``vllm`` backend prints its
+    server command line, parallelism and download source); for the others the spec is shown.
+
+    Raises:
+        ConfigError: unknown backend, or options the backend rejects.
+    """
+    target = _REGISTRY.get(spec.backend)
+    if target is None:
+        raise ConfigError(
+            f"unknown backend '{spec.backend}'", hint=f"choose one of: {', '.join(backend_names())}"
+        )
+    module = importlib.import_module(target.partition(":")[0])
+    planner: Callable[[BackendSpec], Mapping[str, object]] | None = getattr(module, "dry_run", None)
+    if planner is not None:
+        return planner(spec)
+    return {"backend": spec.backend, "model": spec.model, "options": dict(spec.options)}

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trex_eval.backends.base import BackendSpec
 from trex_eval.backends.openai_retry import RetryPolicy
+from trex_eval.backends.option_errors import invalid_options, unknown_options
 from trex_eval.errors import ConfigError
 
 # Request fields the client owns; ``extra_body`` may add fields but not replace these.
@@ -106,16 +107,15 @@ def parse_options(spec: BackendSpec, *, strict: bool) -> ClientOptions:
     known = {key: value for key, value in spec.options.items() if key in CLIENT_OPTION_KEYS}
     unknown = sorted(set(spec.options) - CLIENT_OPTION_KEYS)
     if strict and unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(unknown)} for backend '{spec.backend}'",
-            where=f"model preset '{spec.name}'",
-            hint=f"known options: {', '.join(sorted(CLIENT_OPTION_KEYS))}",
+        raise unknown_options(
+            unknown, CLIENT_OPTION_KEYS, backend=spec.backend, where=f"model preset '{spec.name}'"
         )
     try:
         return ClientOptions.model_validate(known)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid option: {problems}", where=f"model preset '{spec.name}'") from None
+        raise invalid_options(
+            exc, CLIENT_OPTION_KEYS, backend=spec.backend, where=f"model preset '{spec.name}'"
+        ) from None
 
 
 def api_root(base_url: str) -> httpx.URL:

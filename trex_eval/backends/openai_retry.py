@@ -22,12 +22,15 @@ _RETRYABLE_STATUSES = frozenset({408, 409, 429})
 @dataclass(frozen=True)
 class Failure:
     """One failed attempt: why, whether another attempt may succeed, the server's requested wait,
-    and the HTTP status when the server answered at all."""
+    the HTTP status when the server answered at all, and whether the retry goes to another,
+    healthy endpoint (``failover``: retried at once, without backoff; see
+    :mod:`~trex_eval.backends.endpoints`)."""
 
     reason: str
     retryable: bool
     retry_after_s: float | None = None
     status: int | None = None
+    failover: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,5 +93,6 @@ async def with_retries(
         outcome = await attempt()
         if not isinstance(outcome, Failure) or not outcome.retryable or number > policy.max_retries:
             return outcome, number
-        await asyncio.sleep(policy.delay_s(number, retry_after_s=outcome.retry_after_s, rng=rng))
+        if not outcome.failover:
+            await asyncio.sleep(policy.delay_s(number, retry_after_s=outcome.retry_after_s, rng=rng))
         number += 1

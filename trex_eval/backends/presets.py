@@ -40,6 +40,7 @@ from pydantic import (
 )
 
 from trex_eval import config
+from trex_eval.backends import specs
 from trex_eval.backends.base import BackendSpec, backend_names
 from trex_eval.benchmarks import assets
 from trex_eval.errors import ConfigError
@@ -70,11 +71,17 @@ class PresetEntry(BaseModel):
         chat_template_kwargs: sent with every request as ``chat_template_kwargs``.
         extra_body: other fields merged into every request body.
         sampling: generation parameters; omitted fields take the T-Rex defaults.
+        extends: an ad-hoc model spec (``vllm/Qwen/Qwen2.5-7B-Instruct``, see
+            :mod:`~trex_eval.backends.specs`) that gives ``backend``, ``model`` and default
+            options; the entry's own options are laid over the spec's. With it, ``backend`` and
+            ``model`` may be omitted (given, they must agree with the spec's backend / replace
+            its model).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: str = Field(min_length=1)
+    backend: str = ""
+    extends: str = ""
     model: str = ""
     description: str = ""
     options: dict[str, OptionValue] = Field(default_factory=dict)
@@ -85,7 +92,7 @@ class PresetEntry(BaseModel):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
-        if value not in backend_names():
+        if value and value not in backend_names():
             raise ValueError(f"unknown backend '{value}' (known: {', '.join(backend_names())})")
         return value
 
@@ -96,15 +103,36 @@ class PresetEntry(BaseModel):
             raise ValueError("write extra_body as a mapping beside options, not as an option")
         return value
 
+    @field_validator("extends")
+    @classmethod
+    def _a_spec(cls, value: str) -> str:
+        if value and not specs.is_spec(value):
+            raise ValueError(f"'{value}' is not a model spec (vllm/<id>, openai/<model>, ...)")
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> PresetEntry:
         if self.chat_template_kwargs and "chat_template_kwargs" in self.extra_body:
             raise ValueError("chat_template_kwargs is given twice (also inside extra_body)")
+        if not self.backend and not self.extends:
+            raise ValueError("give a backend, or a model spec to extend (extends: vllm/<id>)")
         return self
 
     def to_spec(self, name: str) -> BackendSpec:
-        """The backend spec of this entry under preset ``name``."""
-        options = dict(self.options)
+        """The backend spec of this entry under preset ``name``.
+
+        Raises:
+            ConfigError: ``extends`` cannot be resolved (e.g. ``openai-compatible`` without an
+                endpoint), or names another backend than ``backend``.
+        """
+        base = (
+            specs.parse_spec(self.extends, base_url=_str(self.options.get("base_url")))
+            if self.extends
+            else None
+        )
+        if base is not None and self.backend and self.backend != base.backend:
+            raise ConfigError(f"preset '{name}' has backend {self.backend} but extends a {base.backend} spec")
+        options = {**(base.options if base is not None else {}), **self.options}
         body = dict(self.extra_body)
         if self.chat_template_kwargs:
             body["chat_template_kwargs"] = dict(self.chat_template_kwargs)
@@ -112,12 +140,18 @@ class PresetEntry(BaseModel):
             options["extra_body"] = json.dumps(body, sort_keys=True)
         return BackendSpec(
             name=name,
-            backend=self.backend,
-            model=self.model,
+            backend=self.backend or (base.backend if base is not None else ""),
+            model=self.model or (base.model if base is not None else ""),
             options=options,
             sampling=self.sampling,
-            description=" ".join(self.description.split()),
+            description=" ".join(
+                (self.description or (base.description if base is not None else "")).split()
+            ),
         )
+
+
+def _str(value: OptionValue) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def shipped_presets_file() -> Path:
@@ -187,6 +221,10 @@ def read_presets_file(path: Path) -> dict[str, BackendSpec]:
             )
         try:
             presets[name] = PresetEntry.model_validate(entry if entry is not None else {}).to_spec(name)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"preset '{name}': {exc.message}", where=f"{path}:{key_lines.get(name, 1)}", hint=exc.hint
+            ) from None
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = tuple(first["loc"])
@@ -201,9 +239,18 @@ def read_presets_file(path: Path) -> dict[str, BackendSpec]:
 
 
 def resolve_preset(
-    name: str, *, presets: Mapping[str, BackendSpec], overrides: Mapping[str, str] | None = None
+    name: str,
+    *,
+    presets: Mapping[str, BackendSpec],
+    overrides: Mapping[str, str] | None = None,
+    base_url: str | None = None,
 ) -> BackendSpec:
     """The spec to run for ``--model NAME`` with command-line overrides applied.
+
+    ``NAME`` is a preset or an ad-hoc model spec (``vllm/<id>``, ``openai/<model>``, ...; see
+    :mod:`~trex_eval.backends.specs`); a preset of that name wins. ``base_url`` is the command
+    line's ``--base-url``: it sets the endpoint of an ``openai``-backend preset or spec (like
+    ``--opt base_url=``).
 
     Override keys: ``model`` replaces the model (served name, path or hub id);
     ``temperature``, ``top_p``, ``max_tokens`` and ``seed`` (``none`` for no seed) set sampling;
@@ -216,9 +263,18 @@ def resolve_preset(
             placeholder model that no override replaced.
     """
     spec = presets.get(name)
+    if spec is None and specs.is_spec(name):
+        spec = specs.parse_spec(name, base_url=base_url or (overrides or {}).get("base_url"))
     if spec is None:
         raise _unknown_preset(name, presets)
-    overrides = overrides or {}
+    overrides = dict(overrides or {})
+    if base_url is not None:
+        if spec.backend != "openai":
+            raise ConfigError(
+                f"--base-url connects to a running server; '{name}' uses backend {spec.backend}",
+                hint="use --model openai-compatible/<model> --base-url URL",
+            )
+        overrides.setdefault("base_url", base_url)
     options = dict(spec.options)
     sampling_values: dict[str, object] = spec.sampling.model_dump()
     for key, value in overrides.items():
@@ -267,7 +323,10 @@ def _unknown_preset(name: str, presets: Mapping[str, BackendSpec]) -> ConfigErro
     hint = f"did you mean {' or '.join(repr(c) for c in close)}? Known presets: {known}" if close else None
     return ConfigError(
         f"unknown model preset '{name}'",
-        hint=hint or f"known presets: {known}; add your own in {user_presets_file()} or with --models-file",
+        hint=hint
+        or f"known presets: {known}; add your own in {user_presets_file()} or with --models-file; "
+        "or give an ad-hoc spec: vllm/<hub id or path>, openai/<model>, openai-compatible/<model>, "
+        "local/<key> (`trex-eval models` describes them)",
     )
 
 

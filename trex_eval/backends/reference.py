@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
-from trex_eval.errors import ConfigError
+from trex_eval.backends.option_errors import invalid_options
 from trex_eval.records import Completion, ObjectiveReference, Problem, SolveStatus
 
 MODEL_NAME = "reference"
@@ -247,8 +247,9 @@ class ReferenceBackend:
         try:
             self._options = ReferenceOptions.model_validate(spec.options)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"invalid option: {problems}", where=f"model preset '{spec.name}'") from None
+            raise invalid_options(
+                exc, ReferenceOptions.model_fields, backend=spec.backend, where=f"model preset '{spec.name}'"
+            ) from None
 
     async def start(self) -> None:
         return None

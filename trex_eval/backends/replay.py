@@ -44,6 +44,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
+from trex_eval.backends.option_errors import invalid_options
 from trex_eval.errors import BackendError, ConfigError
 from trex_eval.records import Completion
 
@@ -270,9 +271,10 @@ class ReplayBackend:
             self._options = ReplayOptions.model_validate(spec.options)
         except ValidationError as exc:
             missing = any(e["type"] == "missing" and e["loc"] == ("path",) for e in exc.errors())
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(
-                f"invalid option: {problems}",
+            raise invalid_options(
+                exc,
+                ReplayOptions.model_fields,
+                backend=spec.backend,
                 where=f"model preset '{spec.name}'",
                 hint="give the file to replay: --opt path=results/<run>/samples.jsonl" if missing else None,
             ) from None

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from trex_eval.backends.base import BackendSpec, GenerationRequest
 from trex_eval.backends.openai_compat import CLIENT_OPTION_KEYS, OpenAICompatBackend, parse_options
+from trex_eval.backends.option_errors import invalid_options, unknown_options
 from trex_eval.backends.server_process import ServerLaunch, ServerProcess
 from trex_eval.errors import BackendError, ConfigError
 from trex_eval.records import Completion
@@ -62,16 +63,11 @@ def split_options(
         )
     unknown = sorted(set(spec.options) - own_keys - client_keys)
     if unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(unknown)} for backend '{spec.backend}'",
-            where=where,
-            hint=f"known options: {', '.join(sorted(own_keys | client_keys))}",
-        )
+        raise unknown_options(unknown, own_keys | client_keys, backend=spec.backend, where=where)
     try:
         options = own.model_validate({k: v for k, v in spec.options.items() if k in own_keys})
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise ConfigError(f"invalid option: {problems}", where=where) from None
+        raise invalid_options(error, own_keys | client_keys, backend=spec.backend, where=where) from None
     client_options = {k: v for k, v in (client_defaults or {}).items() if k not in spec.options}
     client_options.update({k: v for k, v in spec.options.items() if k in client_keys})
     client_spec = spec.model_copy(update={"options": client_options})

@@ -18,7 +18,7 @@ import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -92,6 +92,14 @@ _HOW_TO_POINT = (
     "run `trex-eval data pull`, or point the harness at an existing copy of the upstream "
     "or_benchmark_eval/ folder with --data-dir DIR or TREX_DATA_DIR=DIR"
 )
+
+
+_DOWNLOAD_FAILED = (
+    "check the network (behind a proxy, set HTTPS_PROXY) and run the same command again; or fetch the "
+    "pinned archive on another machine and give it with --url http://<mirror>/<file>.tar.gz, or point the "
+    "harness at an existing copy of or_benchmark_eval/ with --data-dir DIR or TREX_DATA_DIR=DIR"
+)
+"""Hint of a failed download: said by ``data pull`` itself, so it never advises running it."""
 
 
 def resolve_data_dir(explicit: Path | None = None) -> Path:
@@ -172,6 +180,20 @@ def pull(
     """
     manifest = load_manifest()
     dest = (dest or default_data_dir(manifest)).absolute()
+    return _install(
+        manifest, dest, url or manifest.archive_url, force, connect_timeout_s, read_timeout_s, progress
+    )
+
+
+def _install(
+    manifest: DataManifest,
+    dest: Path,
+    url: str,
+    force: bool,
+    connect_timeout_s: float,
+    read_timeout_s: float,
+    progress: ProgressCallback | None,
+) -> Path:
     if not force and dest.is_dir() and verify_data_dir(dest, manifest=manifest).ok:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -179,13 +201,142 @@ def pull(
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
     try:
         archive = staging / "archive.tar.gz"
-        _download(url or manifest.archive_url, archive, connect_timeout_s, read_timeout_s, progress)
+        _download(url, archive, connect_timeout_s, read_timeout_s, progress)
         tree = staging / "tree"
         _extract_verified(archive, tree, manifest)
         _swap_into_place(tree, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest
+
+
+# --------------------------------------------------------------------------- the field's sources
+#
+# The field's other benchmarks (MAMO, IndustryOR, OptMATH, ...) live in their own public
+# repositories. ``data_manifest.json`` pins each one (``sources``: repository -> commit, the
+# sha256 of every file kept); ``pull_sources`` installs each into ``<sources dir>/<owner>+<name>/``
+# at its upstream paths, the layout of ``../shared/benchmarks`` that tests and CI read.
+
+
+@dataclass(frozen=True)
+class SourceRepository:
+    """One pinned public repository holding benchmark files (``files``: upstream path -> sha256)."""
+
+    repository: str
+    commit: str
+    files: Mapping[str, str]
+    licence: str | None = None
+
+    @property
+    def folder_name(self) -> str:
+        """``owner+name``: the folder this repository's files are installed in."""
+        return self.repository.replace("/", "+")
+
+    @property
+    def url(self) -> str:
+        """The repository's web address at the pinned commit."""
+        return f"https://github.com/{self.repository}/tree/{self.commit}"
+
+    def as_manifest(self) -> DataManifest:
+        name = self.repository.split("/", 1)[1]
+        return DataManifest(
+            repository=self.repository,
+            commit=self.commit,
+            archive_url=f"https://codeload.github.com/{self.repository}/tar.gz/{self.commit}",
+            archive_root=f"{name}-{self.commit}",
+            default_member_prefix="",
+            members={},
+            files=self.files,
+            optional={},
+        )
+
+
+def load_sources() -> dict[str, SourceRepository]:
+    """The pinned repositories of ``data_manifest.json`` (``owner/name`` -> its pin)."""
+    raw = json.loads((Path(__file__).resolve().parent / "data_manifest.json").read_text(encoding="utf-8"))
+    return {
+        repo: SourceRepository(repo, item["commit"], item["files"], item.get("licence"))
+        for repo, item in raw.get("sources", {}).items()
+    }
+
+
+def default_sources_dir() -> Path:
+    """Where ``pull_sources`` installs by default: ``<user cache>/sources``."""
+    return config.cache_dir() / "sources"
+
+
+def sources_root(data_dir: Path | None) -> Path:
+    """The folder holding one ``owner+name`` folder per pinned repository: ``TREX_SOURCES_DIR``,
+    else the data directory's parent when it holds any of them (the ``../shared/benchmarks``
+    layout: ``t-rex/`` beside the others), else :func:`default_sources_dir`."""
+    env = config.getenv("TREX_SOURCES_DIR")
+    if env:
+        return Path(env)
+    if data_dir is not None:
+        parent = data_dir.resolve().parent
+        if any((parent / source.folder_name).is_dir() for source in load_sources().values()):
+            return parent
+    return default_sources_dir()
+
+
+def source_dir(repository: str, data_dir: Path | None) -> Path:
+    """The folder of ``repository``'s pinned files (see :func:`sources_root`).
+
+    Raises:
+        DataError: ``repository`` is not pinned in ``data_manifest.json``.
+    """
+    sources = load_sources()
+    if repository not in sources:
+        raise DataError(
+            f"repository {repository!r} is not pinned in data_manifest.json",
+            hint=f"pinned: {', '.join(sorted(sources))}",
+        )
+    return sources_root(data_dir) / sources[repository].folder_name
+
+
+def verify_sources(root: Path, repositories: Sequence[str] | None = None) -> dict[str, VerifyReport]:
+    """Check each pinned repository's files under ``root/<owner>+<name>`` (all, or those named)."""
+    sources = load_sources()
+    return {
+        repo: verify_data_dir(root / sources[repo].folder_name, manifest=sources[repo].as_manifest())
+        for repo in (repositories or sorted(sources))
+    }
+
+
+def pull_sources(
+    dest_root: Path | None = None,
+    *,
+    repositories: Sequence[str] | None = None,
+    force: bool = False,
+    connect_timeout_s: float = 10.0,
+    read_timeout_s: float = 60.0,
+    progress: ProgressCallback | None = None,
+) -> dict[str, Path]:
+    """Download each pinned repository (all, or ``repositories``) at its commit and install the
+    files it pins, sha256-checked, into ``dest_root/<owner>+<name>`` (atomically, as :func:`pull`).
+
+    Raises:
+        DataError: an unknown repository, a failed download or a checksum mismatch.
+    """
+    sources = load_sources()
+    root = (dest_root or default_sources_dir()).absolute()
+    installed: dict[str, Path] = {}
+    for repo in repositories or sorted(sources):
+        if repo not in sources:
+            raise DataError(
+                f"repository {repo!r} is not pinned", hint=f"pinned: {', '.join(sorted(sources))}"
+            )
+        manifest = sources[repo].as_manifest()
+        installed[repo] = _install(
+            manifest,
+            root / sources[repo].folder_name,
+            manifest.archive_url,
+            force,
+            connect_timeout_s,
+            read_timeout_s,
+            progress,
+        )
+    return installed
 
 
 def _remove_stale_staging(dest: Path) -> None:
@@ -207,7 +358,9 @@ def _download(
             target.open("wb") as out,
         ):
             if response.status_code != 200:
-                raise DataError(f"downloading {url} failed: HTTP {response.status_code}", hint=_HOW_TO_POINT)
+                raise DataError(
+                    f"downloading {url} failed: HTTP {response.status_code}", hint=_DOWNLOAD_FAILED
+                )
             total_header = response.headers.get("content-length")
             total = int(total_header) if total_header and total_header.isdigit() else None
             done = 0
@@ -218,10 +371,10 @@ def _download(
                     progress(done, total)
             if total is not None and done != total:
                 raise DataError(
-                    f"download of {url} was cut short ({done} of {total} bytes)", hint=_HOW_TO_POINT
+                    f"download of {url} was cut short ({done} of {total} bytes)", hint=_DOWNLOAD_FAILED
                 )
     except httpx.HTTPError as exc:
-        raise DataError(f"cannot download {url}: {exc or type(exc).__name__}", hint=_HOW_TO_POINT) from exc
+        raise DataError(f"cannot download {url}: {exc or type(exc).__name__}", hint=_DOWNLOAD_FAILED) from exc
 
 
 def _iter_members(archive: Path) -> Iterator[tuple[tarfile.TarInfo, IO[bytes] | None]]:
@@ -263,7 +416,7 @@ def _extract_verified(archive: Path, tree: Path, manifest: DataManifest) -> None
                 corrupt.append(rel)
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise DataError(
-            f"the downloaded archive is not a readable .tar.gz: {exc}", hint=_HOW_TO_POINT
+            f"the downloaded archive is not a readable .tar.gz: {exc}", hint=_DOWNLOAD_FAILED
         ) from exc
     missing = sorted(set(manifest.files) - found)
     if corrupt or missing:

@@ -11,6 +11,7 @@ a row count different from ``source.rows`` aborts loading.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from pydantic import ValidationError
 from trex_eval import config
 from trex_eval.benchmarks import assets
 from trex_eval.benchmarks.answers import AnswerError, parse_answer
-from trex_eval.benchmarks.rows import Row, read_rows
+from trex_eval.benchmarks.rows import Row, read_problem_folders, read_rows
 from trex_eval.benchmarks.spec import (
     BenchmarkSpec,
 )
@@ -50,7 +51,8 @@ class Benchmark:
 
     ``root`` is the folder of the source file (instance and reference paths are relative to it);
     ``data_root`` the data directory (upstream templates live there) or ``None``.
-    ``sha256`` digests the spec and every file read, for run provenance.
+    ``sha256`` digests the spec and every file read, for run provenance. ``skipped``: rows left
+    out because they have no label (``labels.unlabelled: skip``).
     """
 
     spec: BenchmarkSpec
@@ -60,6 +62,7 @@ class Benchmark:
     sha256: str
     spec_path: Path
     row_errors: tuple[RowError, ...] = ()
+    skipped: tuple[RowError, ...] = ()
     _by_id: dict[str, Problem] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -172,8 +175,14 @@ def resolve_spec_path(name_or_path: str, *, extra: Mapping[str, Path] | None = N
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
         return candidate
+    # Display names (`NL4OPT`, `B4O-Feasible`) differ from registry names only in case.
+    folded = {name.casefold(): name for name in known}
+    if name_or_path.casefold() in folded:
+        return known[folded[name_or_path.casefold()]]
+    close = difflib.get_close_matches(name_or_path.casefold(), list(folded), n=3, cutoff=0.6)
+    guess = f" (did you mean {' or '.join(repr(folded[c]) for c in close)}?)" if close else ""
     raise BenchmarkError(
-        f"unknown benchmark '{name_or_path}'",
+        f"unknown benchmark '{name_or_path}'{guess}",
         hint=f"known benchmarks: {', '.join(sorted(known))}; or pass a path to a benchmark .yaml file",
     )
 
@@ -213,27 +222,32 @@ def load_benchmark(
     spec = load_spec(spec_path)
     if strict is None:
         strict = spec_path.resolve().parent == assets.benchmarks_dir().resolve()
-    if spec.source.root == "data":
-        if data_dir is None:
-            raise BenchmarkError(
-                "this benchmark reads the data directory but none was given", where=str(spec_path)
-            )
-        base = data_dir
-    else:
-        base = spec_path.parent
+    base = _source_base(spec, spec_path, data_dir)
     source = (base / spec.source.path).resolve()
     if not source.exists():
-        raise BenchmarkError(
-            f"source data not found: {source}",
-            where=f"{spec_path}: source.path",
-            hint="run `trex-eval data verify` to check the data directory, or fix source.path",
+        hint = (
+            "run `trex-eval data pull` (it installs the pinned repositories too), or set TREX_SOURCES_DIR"
+            if spec.source.root == "source"
+            else "run `trex-eval data verify` to check the data directory, or fix source.path"
         )
+        raise BenchmarkError(f"source data not found: {source}", where=f"{spec_path}: source.path", hint=hint)
     loader = _RowLoader(spec, source_root=source if source.is_dir() else source.parent, data_dir=data_dir)
-    rows = read_rows(source)
+    if spec.source.layout == "folders":
+        rows, read = read_problem_folders(
+            source, pattern=spec.source.folder_glob, files=spec.source.folder_files
+        )
+        for path in read:
+            loader.remember(path)
+    else:
+        rows = read_rows(source, file_format=spec.source.format)
     problems: list[Problem] = []
     errors: list[RowError] = []
+    skipped: list[RowError] = []
     seen: dict[str, str] = {}
     for row in rows:
+        if row.error is None and spec.labels.unlabelled == "skip" and not loader.has_label(row):
+            skipped.append(RowError(where=row.where, field="answer", message="no label: left out"))
+            continue
         if row.error is not None:
             errors.append(RowError(where=row.where, field="(row)", message=row.error))
             continue
@@ -272,7 +286,29 @@ def load_benchmark(
         sha256=digest.hexdigest(),
         spec_path=spec_path,
         row_errors=tuple(errors),
+        skipped=tuple(skipped),
     )
+
+
+def _source_base(spec: BenchmarkSpec, spec_path: Path, data_dir: Path | None) -> Path:
+    """The folder ``source.path`` is relative to (see :class:`~trex_eval.benchmarks.spec.SourceSpec`)."""
+    if spec.source.root == "file":
+        return spec_path.parent
+    if spec.source.root == "source":
+        from trex_eval.benchmarks.data import source_dir
+        from trex_eval.errors import DataError
+
+        try:
+            return source_dir(spec.source.repository or "", data_dir)
+        except DataError as exc:
+            raise BenchmarkError(
+                exc.message, where=f"{spec_path}: source.repository", hint=exc.hint
+            ) from None
+    if data_dir is None:
+        raise BenchmarkError(
+            "this benchmark reads the data directory but none was given", where=str(spec_path)
+        )
+    return data_dir
 
 
 class _RowProblem(Exception):
@@ -300,6 +336,21 @@ class _RowLoader:
             f"{sha}"
             for path, sha in sorted(self._digests.items())
         ]
+
+    def has_label(self, row: Row) -> bool:
+        """Whether ``row`` has a label: a non-blank answer (or answer values), or a status other
+        than ``optimal``."""
+        fm, values = self.spec.fields, row.fields
+        if fm.answer_status is not None:
+            status = values.get(fm.answer_status)
+            if not _blank(status) and str(status).strip().lower() != SolveStatus.OPTIMAL.value:
+                return True
+        key = fm.answer_values or fm.answer
+        return key is not None and not _blank(values.get(key)) and values.get(key) != {}
+
+    def remember(self, path: Path) -> None:
+        """Count ``path`` (read by a folder layout) in the benchmark's digest."""
+        self._read(path)
 
     def _read(self, path: Path) -> bytes:
         data = path.read_bytes()
@@ -337,6 +388,7 @@ class _RowLoader:
         if self.spec.twins is not None and values.get(self.spec.twins.by) not in (None, ""):
             twin = "twin:" + hashlib.sha256(str(values[self.spec.twins.by]).encode()).hexdigest()[:16]
         meta = {key: str(values[key]) for key in fm.meta if values.get(key) not in (None, "")}
+        meta.update(self._label_meta(values))
         if fm.reference_lp is not None and values.get(fm.reference_lp):
             meta["reference_lp"] = str(values[fm.reference_lp])
         return Problem(
@@ -366,15 +418,49 @@ class _RowLoader:
                 lp_sha256=hashlib.sha256(content).hexdigest(),
                 status=self._statuses.get(pid),
             )
-        if fm.answer is None:
+        labels = self.spec.labels
+        if fm.answer_status is not None:
+            status_word = _text(values, fm.answer_status, required=True).strip().lower()
+            if status_word != SolveStatus.OPTIMAL.value:
+                status = _status_word(status_word)
+                if status is None:
+                    raise _RowProblem(fm.answer_status, f"unknown status {status_word!r}")
+                return ObjectiveReference(status=status, value=None, label=status_word)
+        if fm.answer_values is not None:
+            answer: object = _objective_entry(values, fm.answer_values)
+            field_name = fm.answer_values
+        elif fm.answer is not None:
+            answer, field_name = values.get(fm.answer), fm.answer
+        else:
             raise _RowProblem("answer", "objective-graded benchmarks need fields.answer")
-        answer = values.get(fm.answer)
         if answer is None or (isinstance(answer, float) and answer != answer):
-            raise _RowProblem(fm.answer, "missing")
+            raise _RowProblem(field_name, "missing")
+        if labels.list_labels and isinstance(answer, str) and answer.strip().startswith("["):
+            answer = _single_element(answer, field_name)
+        sentinel = labels.sentinels.get(str(answer).strip())
+        if sentinel is not None:
+            # A sentinel means "no optimum": never a number, whatever digits it is written with.
+            return ObjectiveReference(status=sentinel, value=None, label=str(answer))
         try:
             return parse_answer(answer)
         except AnswerError as exc:
-            raise _RowProblem(fm.answer, str(exc)) from None
+            raise _RowProblem(field_name, str(exc)) from None
+
+    def _label_meta(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """What a rule may need to know about this row's label: its version, its rounding, a
+        multi-value answer (JSON), and whether it is a sentinel."""
+        labels, fm = self.spec.labels, self.spec.fields
+        if self.spec.grader.kind is not GraderKind.OBJECTIVE:
+            return {}
+        meta = {"label_version": labels.version}
+        if labels.decimals is not None:
+            meta["label_decimals"] = str(labels.decimals)
+        if fm.answer_values is not None and isinstance(values.get(fm.answer_values), dict):
+            meta["answer_values"] = json.dumps(values[fm.answer_values], ensure_ascii=False)
+        raw = values.get(fm.answer_values or fm.answer or "")
+        if raw is not None and not isinstance(raw, dict) and str(raw).strip() in labels.sentinels:
+            meta["label_sentinel"] = str(raw).strip()
+        return meta
 
     def _relative_bytes(self, rel: str, field_name: str) -> bytes:
         path = (self.source_root / rel).resolve()
@@ -389,6 +475,41 @@ class _RowLoader:
             return self._relative_bytes(rel, field_name).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _RowProblem(field_name, f"'{rel}' is not UTF-8 text: {exc.reason}") from None
+
+
+_STATUS_WORDS = {status.value: status for status in SolveStatus}
+
+
+def _status_word(word: str) -> SolveStatus | None:
+    """A reference status from a status word (``infeasible``, ``unbounded``, ``inf_or_unbd``, ...)."""
+    status = _STATUS_WORDS.get(word.replace(" ", "_"))
+    if status is None:
+        try:
+            reference = parse_answer(word)
+        except AnswerError:
+            return None
+        return reference.status if reference.value is None else None
+    return status
+
+
+def _single_element(text: str, field_name: str) -> object:
+    """The element of a label written as a one-element JSON list (``"[18.0]"``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise _RowProblem(field_name, f"cannot read {text!r} as a one-element list") from None
+    if not isinstance(value, list) or len(value) != 1:
+        raise _RowProblem(field_name, f"expected a one-element list, got {text!r}")
+    return value[0]
+
+
+def _objective_entry(values: Mapping[str, Any], key: str) -> object:
+    """The objective of a multi-value answer ``{quantity: value}``: its last entry (ReSocratic
+    writes the objective last; checked against SIRL's objective-only copy of the same rows)."""
+    answers = values.get(key)
+    if not isinstance(answers, dict) or not answers:
+        raise _RowProblem(key, "expected a non-empty object {quantity: value}")
+    return list(answers.values())[-1]
 
 
 def _blank(value: object) -> bool:

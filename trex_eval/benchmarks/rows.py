@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +42,10 @@ class _Record:
     error: str | None = None
 
 
-def read_rows(path: Path) -> list[Row]:
+def read_rows(path: Path, *, file_format: str | None = None) -> list[Row]:
     """All rows of ``path`` (a supported file, or a folder whose supported files are read in
-    name order).
+    name order). ``file_format`` (``jsonl``, ``json``, ``csv``, ``parquet``) overrides the
+    suffix: several upstream ``.json`` files are JSON Lines.
 
     Raises:
         BenchmarkError: unreadable file, unsupported suffix, a JSON file that is not valid JSON or
@@ -54,15 +56,61 @@ def read_rows(path: Path) -> list[Row]:
         raise BenchmarkError(f"no {', '.join(SUPPORTED_SUFFIXES)} files in folder", where=str(path))
     rows: list[Row] = []
     for file in files:
-        for record in _read_file(file):
+        for record in _read_file(file, file_format):
             rows.append(Row(record.fields, position=len(rows), where=record.where, error=record.error))
     return rows
 
 
-def _read_file(path: Path) -> Iterator[_Record]:
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key putting ``prob_9`` before ``prob_10``."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
+
+
+def read_problem_folders(path: Path, *, pattern: str, files: dict[str, str]) -> tuple[list[Row], list[Path]]:
+    """One row per sub-folder of ``path`` matching ``pattern`` (natural name order).
+
+    ``files`` maps a field name to a file in each sub-folder: its text is that field; a ``.json``
+    file holding an object also gives one field ``<field>.<key>`` per key. The sub-folder name is
+    field ``folder``. A sub-folder lacking a file gets a row with ``error`` set. Returns the rows
+    and every file read (for the benchmark's digest).
+
+    Raises:
+        BenchmarkError: ``path`` is not a folder, or no sub-folder matches.
+    """
+    if not path.is_dir():
+        raise BenchmarkError("expected a folder of problem folders", where=str(path))
+    folders = sorted((p for p in path.glob(pattern) if p.is_dir()), key=lambda p: natural_key(p.name))
+    if not folders:
+        raise BenchmarkError(f"no sub-folder matches {pattern!r}", where=str(path))
+    rows: list[Row] = []
+    read: list[Path] = []
+    for folder in folders:
+        fields: dict[str, Any] = {"folder": folder.name}
+        error = None
+        for name, file_name in files.items():
+            file = folder / file_name
+            if not file.is_file():
+                error = f"missing {file_name}"
+                break
+            text = file.read_text(encoding="utf-8")
+            read.append(file)
+            fields[name] = text
+            if file.suffix == ".json":
+                try:
+                    value = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    error = f"{file_name}: invalid JSON: {exc.msg}"
+                    break
+                if isinstance(value, dict):
+                    fields.update({f"{name}.{key}": item for key, item in value.items()})
+        rows.append(Row({} if error else fields, position=len(rows), where=str(folder), error=error))
+    return rows, read
+
+
+def _read_file(path: Path, file_format: str | None = None) -> Iterator[_Record]:
     if not path.is_file():
         raise BenchmarkError("file not found", where=str(path))
-    suffix = path.suffix.lower()
+    suffix = f".{file_format}" if file_format else path.suffix.lower()
     if suffix == ".jsonl":
         yield from _read_jsonl(path)
     elif suffix == ".json":
@@ -85,7 +133,8 @@ def _read_file(path: Path) -> Iterator[_Record]:
 
 
 def _read_csv(path: Path) -> Iterator[_Record]:
-    with path.open(newline="", encoding="utf-8") as handle:
+    # utf-8-sig: a byte-order mark (OptiMind's CSVs have one) is not part of the first column name.
+    with path.open(newline="", encoding="utf-8-sig") as handle:
         # Header is line 1; csv quoting may span lines, so use the reader's own counter.
         reader = csv.DictReader(handle)
         for record in reader:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from trex_eval.records import GraderKind, SolveStatus
 
@@ -18,12 +18,34 @@ class _Spec(BaseModel):
 
 class SourceSpec(_Spec):
     """Where the rows are. ``root: data`` resolves ``path`` against the data directory (shipped
-    benchmarks); ``root: file`` against the YAML file's folder (user benchmarks). ``rows`` is the
-    expected row count, checked when set."""
+    benchmarks); ``root: file`` against the YAML file's folder (user benchmarks); ``root: source``
+    against the folder of public repository ``repository`` (``owner/name``) in the sources
+    directory (see :func:`trex_eval.benchmarks.data.source_dir`), pinned in ``data_manifest.json``.
+    ``rows`` is the expected row count, checked when set.
+
+    ``format`` reads ``path`` as that format whatever its suffix (several upstream ``.json``
+    files are JSON Lines). ``layout: folders``: ``path`` is a folder of one sub-folder per problem
+    (those matching ``folder_glob``, in natural order); ``folder_files`` maps a field name to the
+    file of each sub-folder that holds it (a ``.json`` object's keys become ``<field>.<key>``
+    fields); the sub-folder name is the field ``folder``.
+    """
 
     path: str
-    root: Literal["data", "file"] = "file"
+    root: Literal["data", "file", "source"] = "file"
+    repository: str | None = None
     rows: int | None = None
+    format: Literal["jsonl", "json", "csv", "parquet"] | None = None
+    layout: Literal["rows", "folders"] = "rows"
+    folder_glob: str = "*"
+    folder_files: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _repository_with_source_root(self) -> SourceSpec:
+        if (self.root == "source") != (self.repository is not None):
+            raise ValueError("source.repository (owner/name) is required with root: source, and only then")
+        if self.layout == "folders" and not self.folder_files:
+            raise ValueError("layout: folders needs folder_files (field -> file name)")
+        return self
 
 
 class FieldMap(_Spec):
@@ -40,6 +62,34 @@ class FieldMap(_Spec):
     reference_code: str | None = None
     reference_lp: str | None = None
     meta: tuple[str, ...] = ()
+    answer_status: str | None = None
+    answer_values: str | None = None
+
+
+class LabelSpec(_Spec):
+    """How this benchmark's labels are written, and which label version they are.
+
+    ``version`` names the label set (``original``, ``sirl-fixed``, ...): it is part of the
+    benchmark's identity. ``sentinels`` maps a label text (compared after stripping) that means
+    "no optimum" to the reference status it becomes; such a label is never read as a number.
+    ``decimals``: the labels are rounded to that many decimals (a rule may honour it; recorded in
+    each problem's ``meta["label_decimals"]``). ``answer_status`` (a field mapping) holds a status
+    word (``optimal``, ``infeasible``, ...): any status but ``optimal`` makes the reference that
+    status. ``answer_values`` (a field mapping) holds a multi-value answer ``{quantity: value}``:
+    the objective is its ``objective`` entry (``last``: the last one), the whole dict is kept in
+    ``meta["answer_values"]`` (JSON) for rules that grade every queried value.
+    """
+
+    version: str = "original"
+    sentinels: dict[str, SolveStatus] = {}
+    decimals: int | None = None
+    objective: Literal["last"] = "last"
+    list_labels: bool = False
+    unlabelled: Literal["error", "skip"] = "error"
+    """``skip``: a row without a label (blank answer field, or an ``optimal`` status without a
+    value) is left out of the benchmark and listed in ``Benchmark.skipped``; ``source.rows``
+    counts the rows kept. Declared where the upstream data has such rows, so they are documented."""
+    """Labels are written as a one-element list (``"[18.0]"``, OptiMind's CSVs): its element is the label."""
 
 
 class StatusSource(_Spec):
@@ -101,7 +151,12 @@ class PromptSpec(_Spec):
 
 class BenchmarkSpec(_Spec):
     """A benchmark file (see docs/byo-benchmark.md). ``instance_file`` is the name the program
-    finds its instance data under, in its working directory."""
+    finds its instance data under, in its working directory.
+
+    ``family`` groups the label versions of one benchmark (``mamo-complexlp`` for
+    ``mamo-complexlp`` and ``mamo-complexlp@sirl-fixed``); ``labels.version`` names the version;
+    ``suites`` the built-in suites it belongs to (``t-rex``, ``sirl``, ``orlm``); ``licence`` the
+    upstream licence as stated (or ``none stated``)."""
 
     name: str
     title: str
@@ -115,6 +170,10 @@ class BenchmarkSpec(_Spec):
     reference_status: StatusSource | None = None
     grader: GraderSpec
     prompt: PromptSpec
+    family: str | None = None
+    labels: LabelSpec = LabelSpec()
+    suites: tuple[str, ...] = ()
+    licence: str | None = None
 
     @field_validator("instance_file")
     @classmethod

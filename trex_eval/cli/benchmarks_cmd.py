@@ -62,27 +62,27 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
                 (
                     name,
                     count,
-                    spec.grader.kind.value,
-                    rules[DEFAULT_PROTOCOL],
-                    rules[other],
+                    _KIND[spec.grader.kind.value],
+                    _unversioned(rules[DEFAULT_PROTOCOL]),
+                    _unversioned(rules[other]),
                     origin,
                     ", ".join(available),
                 )
             )
     # Names are what users type: never cut. Columns that would say the same on every row (all
     # shipped, the same prompt sets) become a line under the table instead.
-    common = {row[6] for row in rows if row[6]}
+    offered = [set(row[6].split(", ")) for row in rows if row[6]]
+    common = set.intersection(*offered) if offered else set()
+    extra = {name: ", ".join(sorted(set(sets_.split(", ")) - common)) for name, *_, sets_ in rows if sets_}
     show = [0, 1, 2, 3, 4]
     if any(row[5] != "shipped" for row in rows):
         show.append(5)
-    if len(common) > 1:
-        show.append(6)
-    headers = ("name", "rows", "grader", "rule", f"{other} rule", "origin", "prompt sets")
+    headers = ("name", "rows", "kind", "rule", f"{other} rule", "origin", "prompt sets")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for index in show:
         table.add_column(
             headers[index],
-            no_wrap=index == 0,
+            no_wrap=index in (0, 3, 4),
             style="bold" if index == 0 else "",
             overflow="fold",
             justify="right" if index == 1 else "left",
@@ -92,10 +92,27 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
     out.print(table)
     if 5 not in show:
         out.print("all shipped (`trex-eval benchmarks add` registers your own)", highlight=False)
-    if len(common) == 1:
-        out.print(f"prompt sets of every benchmark: {common.pop()}", highlight=False)
+    out.print("rule versions and options: `trex-eval rules`", highlight=False)
+    if common:
+        ordered = [s for s in sets if s in common]
+        out.print(f"prompt sets of every benchmark: {', '.join(ordered)}", highlight=False)
+    by_sets: dict[str, list[str]] = {}
+    for name, more in extra.items():
+        if more:
+            by_sets.setdefault(more, []).append(name)
+    for more, names in by_sets.items():
+        out.print(f"also {more}: {', '.join(names)}", highlight=False)
     if root is None:
         err.print("(no data directory found: row counts are the expected ones; run `trex-eval data pull`)")
+
+
+# "lp": graded by the structure of the model (LP) it writes. Short, so that the longest names
+# (`industryor@orthought-clean`) and both rules fit 80 columns.
+_KIND = {"objective": "obj", "structure": "lp"}
+
+
+def _unversioned(rule: str) -> str:
+    return rule.rpartition("@")[0] if "@" in rule else rule
 
 
 def _row_count(name: str, spec: BenchmarkSpec, *, data_dir: Path | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import typer
@@ -16,7 +17,8 @@ def register(app: typer.Typer) -> None:
 
 
 def models(models_file: ModelsFileOption = None) -> None:
-    """List the model presets (shipped, user config dir, --models-file).
+    """List the model presets (shipped, user config dir, --models-file) and the ad-hoc spec grammar
+    (vllm/<id or path>, openai/<model>, openai-compatible/<model>, local/<key>).
 
     The format of a presets file, and how a user file overrides the shipped presets, is
     described at the top of the shipped file (its path is printed after the list).
@@ -33,6 +35,10 @@ def models(models_file: ModelsFileOption = None) -> None:
         for line in lines:
             out.print("    " + escape(line), highlight=False)
         out.print()
+    from trex_eval.backends.specs import GRAMMAR
+
+    out.print(GRAMMAR, highlight=False, markup=False, soft_wrap=True)
+    out.print()
     user_file = user_presets_file()
     err.print(
         f"format and override rules: the header of {shipped_presets_file()}; your presets: "
@@ -62,6 +68,10 @@ def rules() -> None:
         )
 
 
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)\.\s+(?=[A-Z(`])")
+"""A full stop ending a sentence: followed by a capital, never the one of "e.g." or "i.e."."""
+
+
 def _first_sentence(text: str) -> str:
-    head, dot, rest = text.partition(". ")
-    return head + "." if dot and rest else text
+    end = _SENTENCE_END.search(text)
+    return text[: end.start() + 1] if end else text

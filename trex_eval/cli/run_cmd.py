@@ -176,10 +176,30 @@ def run(
         typer.Option(
             "--model",
             "-m",
-            help="Model preset (see `trex-eval models`), e.g. deepseek-v4-flash-or, reference.",
+            help="Model preset or ad-hoc spec (see `trex-eval models`), e.g. deepseek-v4-flash-or, "
+            "reference, vllm/Qwen/Qwen2.5-7B-Instruct, openai/gpt-4o, openai-compatible/<model>, "
+            "local/<key>.",
             rich_help_panel=_PANEL_MODEL,
         ),
     ] = None,
+    base_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--base-url",
+            help="A running OpenAI-compatible endpoint (several: comma-separated, balanced with "
+            "failover); alone it means --model openai-compatible/$MODEL_NAME.",
+            rich_help_panel=_PANEL_MODEL,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Resolve the model, print the server command line, parallelism, download source "
+            "and the first rendered prompt; start nothing.",
+            rich_help_panel=_PANEL_MODEL,
+        ),
+    ] = False,
     opt: Annotated[
         list[str],
         typer.Option(
@@ -324,9 +344,14 @@ def run(
 
       trex-eval run --model deepseek-v4-flash-or           (the T-Rex model on a GPU via vLLM)
 
+      trex-eval run --model vllm/Qwen/Qwen2.5-7B-Instruct --dry-run   (any checkpoint; show the plan)
+
+      trex-eval run --base-url http://127.0.0.1:8000/v1 --model openai-compatible/my-model
+
       trex-eval run --resume results/<run-id>              (continue a killed run)
     """
     from trex_eval.backends.presets import load_presets, resolve_preset
+    from trex_eval.benchmarks.suites import expand as expand_suites
     from trex_eval.run import pipeline as runner
     from trex_eval.run.spec import ALL_BENCHMARKS, FewShotSettings, RunOptions, RunSpec, model_for_protocol
     from trex_eval.sandbox import SandboxLimits
@@ -337,6 +362,7 @@ def run(
             flag
             for flag, given in (
                 ("--model", model is not None),
+                ("--base-url", base_url is not None),
                 ("--opt", bool(opt)),
                 ("--benchmarks", bool(benchmarks)),
                 ("--benchmark-file", bool(benchmark_file)),
@@ -366,12 +392,17 @@ def run(
             data_dir=root, out=resume, workers=workers, command=command, show_progress=not no_progress
         )
     else:
+        from trex_eval.backends.specs import implicit_spec
+
+        model = model or implicit_spec(base_url)
         if model is None:
             raise ConfigError("choose a model with --model NAME", hint="`trex-eval models` lists the presets")
         protocol_name = _protocol(protocol)
         strategy = _few_shot_strategy(few_shot_strategy)
         gurobi_policy = _gurobi_policy(gurobi)
-        preset = resolve_preset(model, presets=load_presets(user_file=models_file), overrides=_overrides(opt))
+        preset = resolve_preset(
+            model, presets=load_presets(user_file=models_file), overrides=_overrides(opt), base_url=base_url
+        )
         backend_spec, note = model_for_protocol(preset, protocol_name)
         if note is not None:
             err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
@@ -393,6 +424,7 @@ def run(
                     hint="--timeout is in seconds (> 0); --memory-mib is at least 64",
                 ) from None
         names = (_split(benchmarks) + tuple(str(p) for p in benchmark_file)) or ALL_BENCHMARKS
+        names = expand_suites(names)  # `--benchmarks sirl`: a suite stands for its members
         spec = RunSpec(
             model=backend_spec,
             benchmarks=names,
@@ -412,6 +444,11 @@ def run(
             command=command,
             show_progress=not no_progress,
         )
+    if dry_run:
+        from trex_eval.cli.dry_run import print_dry_run
+
+        print_dry_run(spec, data_dir=options.data_dir)
+        return
     _report(_run_interruptibly(spec, options))
 
 
@@ -580,12 +617,13 @@ def audit(
 
     Writes a run directory holding audit.csv and audit.md; results/published/ changes only with --publish.
     """
+    from trex_eval.benchmarks.suites import expand as expand_suites
     from trex_eval.run import audit as audit_mod
 
     protocol_name = _protocol(protocol)
     gurobi_policy = _gurobi_policy(gurobi)
     result = audit_mod.audit(
-        _split(benchmarks) or None,
+        expand_suites(_split(benchmarks)) or None,
         data_dir=data_dir_or_pull(data_dir),
         protocol=protocol_name,
         rules=_split(rule),

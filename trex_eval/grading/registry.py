@@ -18,6 +18,7 @@ orlm                   objective  --       ORLM: rounded to integers, ``|Δ| ≤
 sirl                   objective  --       SIRL: ``|Δ| / (|ref| + 1) ≤ 1e-6``
 trex-compat            objective  atol     the reference harness's rule and model discovery [1e-6]
 orgeval-fixed          structure  --       structural equivalence, the reference's defects fixed
+orgeval-exact          structure  --       exact: typed graph (quadratic, SOS, indicators), isomorphism search
 orgeval-trex-compat    structure  --       the reference ORGEval check, bugs included
 =====================  =========  =======  ====================================================
 
@@ -81,6 +82,11 @@ FAMILIES: tuple[RuleFamily, ...] = (
         "orgeval-fixed", _STRUCTURE,
         "structural equivalence incl. sense, constant, bounds, integrality, class sizes",
         "trex_eval.grading.structure.fixed:build",
+    ),
+    RuleFamily(
+        "orgeval-exact", _STRUCTURE,
+        "exact structural equivalence: quadratic, SOS and indicator parts in the graph, isomorphism search",
+        "trex_eval.grading.structure.exact:build",
     ),
     RuleFamily(
         "orgeval-trex-compat", _STRUCTURE,

@@ -34,6 +34,20 @@ from trex_eval.records import ChatMessage, Problem, Prompt
 
 UPSTREAM_SET = "t-rex"
 
+PORTABLE_DATA_ROOT = "/trex-eval/data"
+"""Stand-in for the data directory in the upstream ``{{WorkingDirectory}}`` placeholder, so that a
+benchmark renders the same prompt (and prompt hash) on every machine. The program never reads it:
+the prompt asks for ``data.json`` in the working directory."""
+
+
+def portable_working_directory(benchmark: Benchmark) -> str:
+    """The benchmark's folder under :data:`PORTABLE_DATA_ROOT`: ``/trex-eval/data/data/bench4opt_feasible``
+    for B4O-Feasible, whatever the local data directory is."""
+    root = Path(benchmark.root)
+    if benchmark.data_root is not None and root.is_relative_to(benchmark.data_root):
+        return f"{PORTABLE_DATA_ROOT}/{root.relative_to(benchmark.data_root).as_posix()}"
+    return f"{PORTABLE_DATA_ROOT}/{benchmark.name}"
+
 
 @dataclass(frozen=True)
 class FewShotExample:
@@ -87,7 +101,8 @@ class PromptRenderer:
         prompt_set: ``t-rex`` or a project set name.
         working_directory: value of the upstream ``{{WorkingDirectory}}`` placeholder. The reference
             harness puts the absolute path of the benchmark's data folder there, which makes prompts
-            machine-dependent; default: that same path (faithful), override for portable prompts.
+            machine-dependent (the ``trex-compat`` protocol passes that path, to be byte-exact);
+            default: :func:`portable_working_directory`, the same text on every machine.
 
     Raises:
         ConfigError: unknown prompt set.
@@ -99,7 +114,9 @@ class PromptRenderer:
     ) -> None:
         self.benchmark = benchmark
         self.prompt_set = prompt_set
-        self.working_directory = working_directory if working_directory is not None else str(benchmark.root)
+        self.working_directory = (
+            working_directory if working_directory is not None else portable_working_directory(benchmark)
+        )
         if prompt_set == UPSTREAM_SET:
             self._upstream = self._read_upstream()
             self.template_sha256 = _sha256(self._upstream)

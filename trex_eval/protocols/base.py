@@ -92,5 +92,10 @@ class Protocol(ABC):
         """The reference-harness summary row of one benchmark: ``problems`` holds each selected
         problem's samples in index order (``None`` for a missing one)."""
 
+    def prompt_working_directory(self, benchmark: Benchmark) -> str | None:
+        """The upstream ``{{WorkingDirectory}}`` text of ``benchmark``'s prompts; ``None`` (the
+        default): the renderer's machine-independent stand-in path."""
+        return None
+
     def __repr__(self) -> str:
         return f"<protocol {self.name}>"

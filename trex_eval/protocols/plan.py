@@ -36,6 +36,7 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.sandbox import Job, SandboxLimits
+from trex_eval.sandbox.verify import verify_last_solve
 
 ReferenceModelLoader = Callable[[StructureReference], LinearModel]
 """Returns the parsed reference model of a structure reference (the run reads and caches it)."""
@@ -77,13 +78,35 @@ class EvaluationPlan:
     def grade(
         self, problem: Problem, execution: Execution, *, reference_model: ReferenceModelLoader
     ) -> Grade:
-        """Judge one executed program. ``reference_model`` is only called for structure benchmarks."""
+        """Judge one executed program. ``reference_model`` is only called for structure benchmarks.
+
+        The execution is judged as it is: a claim whose last solve was not verified yet grades
+        ``unverified`` under the default rules (:meth:`judge` verifies first where it matters).
+        """
         reference = problem.reference
         if isinstance(reference, ObjectiveReference):
             assert isinstance(self.rule, ObjectiveRule)
             return self.rule.grade(execution, reference)
         assert isinstance(self.rule, StructureRule)
         return self._grade_structure(self.rule, problem, execution, reference_model(reference))
+
+    def judge(
+        self, problem: Problem, execution: Execution, *, reference_model: ReferenceModelLoader
+    ) -> tuple[Execution, Grade]:
+        """:meth:`grade`, verifying the claim first where it can change the verdict: only when the
+        rule would pass the last solve's claim but calls it ``unverified`` does the harness
+        re-solve the captured model (:func:`trex_eval.sandbox.verify.verify_last_solve`) and
+        grade again. A claim that cannot pass is not re-solved: no proof can make it correct,
+        and a forged wrong answer stays wrong. Returns the execution as verified (stored with
+        the grade) and the grade. Blocking (seconds for a hard MILP): call it off the event loop.
+        """
+        grade = self.grade(problem, execution, reference_model=reference_model)
+        if grade.verdict is not Verdict.UNVERIFIED:
+            return execution, grade
+        checked = verify_last_solve(execution)
+        if checked is execution:
+            return execution, grade
+        return checked, self.grade(problem, checked, reference_model=reference_model)
 
     def _grade_structure(
         self, rule: StructureRule, problem: Problem, execution: Execution, reference: LinearModel

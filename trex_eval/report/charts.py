@@ -35,6 +35,7 @@ CHAR_WIDTH = 6.5
 
 OUTCOME_COLOURS = {
     Outcome.CORRECT: "#2e7d32",
+    Outcome.UNVERIFIED: "#9ccc65",
     Outcome.WRONG: "#c62828",
     Outcome.INFEASIBLE: "#ef6c00",
     Outcome.UNDECIDED: "#78909c",

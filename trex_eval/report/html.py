@@ -1,24 +1,43 @@
-"""The HTML report: one self-contained file (inline CSS and SVG, a few lines of inline script, no
-network assets) rendered with jinja2 from ``templates/report.html.j2``.
+"""The HTML report: one self-contained file (inline CSS and SVG, a little inline script, no
+network assets) rendered with jinja2 from ``templates/report.html.j2`` (problem bodies:
+``templates/problem.html.j2``).
 
-Sections: the measured leaderboard (same cells as the Markdown table) and the "reported, not
-re-run" table; one bar chart per column group and for the macro average, with CI whiskers; the
-ablation deltas of every run against the baseline (chart, table, flipped problems); the outcome
-breakdown per run and benchmark; a per-problem drill-down; run provenance; definitions.
+Sections: the measured leaderboard (one table per rule group, see :func:`_rule_groups`) and the
+"reported, not re-run" table; one bar chart per column group and for the macro average, with CI
+whiskers; the ablation deltas of every run against the baseline (chart, table, flipped problems);
+the outcome breakdown per run and benchmark; a per-problem drill-down; run provenance; definitions.
 
-The drill-down lists every selected problem the runs stored, with each run's verdict and the
-rule and reason that decided it. Full texts (prompt, completion, extracted program, stdout and
-stderr tails) are embedded for at most :attr:`HtmlOptions.detail_limit` problems per benchmark,
-chosen in this order: problems on which the runs disagree, problems any run failed, the rest.
-Each text keeps at most :attr:`HtmlOptions.text_limit` characters (its head and tail, with the
-number of omitted characters in between). With the defaults a run over all four full benchmarks
-adds about 5 MB to the page.
+The drill-down lists every selected problem the runs stored. Plain HTML holds, per problem, its id,
+each run's verdict badge (a failure's reason as the badge's tooltip), the "runs disagree" / "any
+failure" filter flags, and per benchmark the rule each run graded it with. The rest is loaded
+lazily: each benchmark embeds one blob (see :func:`encode_blob`) in a ``<script
+type="application/octet-stream">`` element, base64 of gzip of the JSON object ``{"bodies": [...],
+"texts": [...]}``. When a problem is opened, the page decompresses its benchmark's blob in the
+browser (``DecompressionStream('gzip')``, once per benchmark) and inserts ``bodies[i]``, the
+problem's body rendered (and escaped) here from ``templates/problem.html.j2``: each run's samples
+with verdict, rule, execution status and reason. Inside a body, an element with ``data-t="T0 S0 T1
+S1 ..."`` gets one collapsible ``<pre>`` per index pair into ``texts`` (title, text), set as text,
+never as markup: the prompt, completion, extracted program, stdout and stderr tails. ``texts``
+holds each distinct text once (a prompt every run shares is stored once) ordered by kind, then
+problem, then run, so that one benchmark's prompts, and the programs and outputs of different runs,
+sit next to each other for the compressor.
+
+Texts are embedded for at most :attr:`HtmlOptions.detail_limit` problems per benchmark (default:
+all), chosen in this order: problems on which the runs disagree, problems any run failed, the
+rest. Each text keeps at most :attr:`HtmlOptions.text_limit` characters (its head and tail, with
+the number of omitted characters in between). Measured with ``--model reference`` over all four
+full benchmarks (1627 problems): one run makes a 1.26 MB page (0.6 MB of it the compressed
+prompts); a further run adds 0.28 MB (a trex-compat run: other programs, other B4O prompts) or
+0.17 MB (the same prompts). Runs with long completions add about their compressed size more.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jinja2
@@ -30,7 +49,13 @@ from trex_eval.records import Record, SampleRecord
 from trex_eval.report.charts import OUTCOME_COLOURS, Bar, Stack, delta_chart, score_chart, stack_chart
 from trex_eval.report.compare import ComparisonSet, compare_runs
 from trex_eval.report.intervals import IntervalSettings
-from trex_eval.report.leaderboard import Leaderboard, build_leaderboard
+from trex_eval.report.leaderboard import (
+    ColumnGroup,
+    Leaderboard,
+    LeaderboardRow,
+    MacroColumn,
+    build_leaderboard,
+)
 from trex_eval.report.markdown import ENVIRONMENT_MARK, MISSING_MARK
 from trex_eval.report.outcomes import Outcome, classify
 from trex_eval.report.published import PublishedScore
@@ -52,13 +77,13 @@ class HtmlOptions(Record):
 
     ``text_limit``: characters kept of each drill-down text (default 4000: the first quarter and
     the last three quarters; the model's final code and the program's last output are at the end).
-    ``detail_limit``: problems per benchmark whose full texts are embedded (default 200; ``None``
-    embeds all). ``interval``: how every confidence interval is computed.
+    ``detail_limit``: problems per benchmark whose full texts are embedded (default ``None``: all).
+    ``interval``: how every confidence interval is computed.
     """
 
     title: str = "trex-eval report"
     text_limit: int = Field(default=4000, ge=200)
-    detail_limit: int | None = Field(default=200, ge=0)
+    detail_limit: int | None = Field(default=None, ge=0)
     interval: IntervalSettings = IntervalSettings()
 
 
@@ -69,9 +94,26 @@ class _Chart:
 
 
 @dataclass(frozen=True)
+class _RuleGroup:
+    """The leaderboard rows that share one macro column, hence the same column groups (the same
+    rules, data and selections): one table of their own, macro first. ``heading`` is empty when the
+    board has a single group."""
+
+    heading: str
+    macro: MacroColumn | None
+    columns: tuple[ColumnGroup, ...]
+    rows: tuple[LeaderboardRow, ...]
+
+
+TextPair = tuple[str, str]
+"""A drill-down text as the page shows it: its title and the text."""
+
+
+@dataclass(frozen=True)
 class _SampleView:
     """One stored sample: its verdict and the rule and reason that decided it, always; its texts
-    only when ``has_texts`` (the problem is among those whose texts the report embeds)."""
+    (completion, program, stdout, stderr) only when the problem is among those whose texts the
+    report embeds."""
 
     index: int
     outcome: Outcome
@@ -79,23 +121,24 @@ class _SampleView:
     rule: str
     reason: str
     execution: str
-    program_reason: str
-    has_texts: bool
-    completion: str = ""
-    program: str = ""
-    stdout: str = ""
-    stderr: str = ""
+    texts: tuple[TextPair, ...] = ()
 
 
 @dataclass(frozen=True)
 class _RunCell:
-    """One run's verdict on one problem; ``outcome`` is ``None`` when the run did not select it."""
+    """One run's verdict on one problem; ``outcome`` is ``None`` when the run did not select it.
+    ``prompt``: this run's prompt, when the runs saw different ones."""
 
     run: str
     badge: str
     outcome: Outcome | None
     samples: tuple[_SampleView, ...]
-    prompt: str
+    prompt: tuple[TextPair, ...] = ()
+
+    @property
+    def hint(self) -> str:
+        """The reason of the first sample that is not correct (the badge's tooltip), or ``""``."""
+        return next((sample.reason for sample in self.samples if sample.outcome is not Outcome.CORRECT), "")
 
 
 @dataclass(frozen=True)
@@ -104,18 +147,65 @@ class _ProblemView:
 
     problem_id: str
     cells: tuple[_RunCell, ...]
-    prompt: str
     disagree: bool
     failed: bool
-    detailed: bool
+    detailed: bool = False
+    prompt: tuple[TextPair, ...] = ()
+
+
+# The kinds of drill-down text, in the order the text blob stores them (similar texts together).
+_TITLE, _PROMPT, _CODE, _OUTPUT = range(4)
+
+
+@dataclass
+class _TextTable:
+    """The distinct texts of one benchmark's drill-down. :meth:`add` every text while building the
+    views, then :meth:`strings` orders them by (kind, first use) without repeats, and
+    :meth:`refs` turns the texts an element shows into its ``data-t`` attribute."""
+
+    _added: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _index: dict[str, int] | None = None
+
+    def add(self, kind: int, text: str) -> str:
+        self._added.setdefault(text, (kind, len(self._added)))
+        return text
+
+    def pair(self, kind: int, title: str, text: str) -> TextPair:
+        return (self.add(_TITLE, title), self.add(kind, text))
+
+    def strings(self) -> list[str]:
+        ordered = sorted(self._added, key=self._added.__getitem__)
+        self._index = {text: position for position, text in enumerate(ordered)}
+        return ordered
+
+    def refs(self, pairs: Sequence[TextPair]) -> str:
+        if self._index is None:
+            raise RuntimeError("call strings() before refs()")
+        return " ".join(f"{self._index[title]} {self._index[text]}" for title, text in pairs)
 
 
 @dataclass(frozen=True)
 class _BenchmarkDrill:
+    """One benchmark's drill-down: the problems (their summary lines are plain HTML), the rule each
+    run graded it with, and the blob holding every problem's body and texts."""
+
     name: str
     title: str
     problems: tuple[_ProblemView, ...]
     unseen_note: str
+    rules_note: str
+    blob: str
+
+
+def encode_blob(bodies: Sequence[str], texts: Sequence[str]) -> str:
+    """A benchmark's drill-down blob: the JSON object ``{"bodies": [...], "texts": [...]}``
+    (compact, UTF-8), gzip-compressed (level 9, no timestamp: the same content always gives the
+    same bytes) and base64-encoded. ``bodies[i]`` is the HTML of the benchmark's ``i``-th problem
+    (``data-body="i"``); ``texts`` the distinct drill-down texts that its ``data-t`` pairs index.
+    The page reverses it with ``atob``, ``DecompressionStream('gzip')`` and ``JSON.parse``."""
+    payload = {"bodies": list(bodies), "texts": list(texts)}
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
 
 
 def render_html_report(
@@ -150,13 +240,7 @@ def render_html_report(
             comparisons = compare_runs(runs, baseline=baseline, interval=settings.interval)
         except ConfigError as error:
             comparison_error = error.message
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    environment = _environment()
     environment.filters["pct"] = percent
     environment.filters["pp"] = _pp
     environment.filters["pvalue"] = lambda value: f"{value:.3g}"
@@ -164,13 +248,14 @@ def render_html_report(
     return template.render(
         title=settings.title,
         board=board,
+        groups=_rule_groups(board),
         published=published,
         score_charts=_score_charts(board),
         comparisons=comparisons,
         comparison_error=comparison_error,
         delta_charts=_delta_charts(comparisons) if comparisons else [],
         outcome_chart=_outcome_chart(summaries, labels),
-        drill=_drilldown(runs, labels, settings),
+        drill=_drilldown(runs, labels, settings, _environment().get_template("problem.html.j2")),
         colours={outcome.value: colour for outcome, colour in OUTCOME_COLOURS.items()},
         definitions=DEFINITIONS,
         macro_label=MACRO_LABEL,
@@ -192,6 +277,37 @@ def write_html_report(
     html = render_html_report(runs, baseline=baseline, published=published, options=options)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _rule_groups(board: Leaderboard) -> list[_RuleGroup]:
+    """One table per macro column, in the board's order (most column groups first), each with the
+    column groups its macro averages; runs that stored no benchmark come last, in a group of their
+    own. With many runs graded under different rules or variants, each table stays as narrow as
+    one rule set, and the macro sits next to the run's name."""
+    by_label = {column.label: column for column in board.columns}
+    groups = []
+    for macro in board.macro_columns:
+        rows = tuple(row for row in board.rows if row.macro_column == macro.label)
+        columns = tuple(by_label[label] for label in macro.over)
+        rules = ", ".join(dict.fromkeys(column.rule for column in columns))
+        heading = f"{macro.label} · rules {rules}"
+        groups.append(_RuleGroup(heading, macro, columns, rows))
+    empty = tuple(row for row in board.rows if row.macro_column is None)
+    if empty:
+        groups.append(_RuleGroup("runs without stored benchmarks", None, (), empty))
+    if len(groups) == 1:
+        groups[0] = replace(groups[0], heading="")
+    return groups
 
 
 # --------------------------------------------------------------------------- charts
@@ -277,7 +393,7 @@ def _outcome_chart(summaries: Sequence[RunSummary], labels: Sequence[str]) -> Ma
 
 
 def _drilldown(
-    runs: Sequence[RunResults], labels: Sequence[str], options: HtmlOptions
+    runs: Sequence[RunResults], labels: Sequence[str], options: HtmlOptions, body: jinja2.Template
 ) -> list[_BenchmarkDrill]:
     names: list[str] = []
     for run in runs:
@@ -291,11 +407,15 @@ def _drilldown(
         ids = sorted({problem_id for column in columns for problem_id in column.grid}, key=natural_key)
         views = [_problem_view(problem_id, columns) for problem_id in ids]
         detailed = _choose_detailed(views, options.detail_limit)
+        table = _TextTable()
         problems = tuple(
-            _with_details(view, columns, options.text_limit) if view.problem_id in detailed else view
+            _with_details(view, columns, options.text_limit, table) if view.problem_id in detailed else view
             for view in views
         )
+        strings = table.strings()
+        bodies = [body.render(problem=problem, refs=table.refs) for problem in problems]
         unseen = [f"{label}: {bench.unseen}" for label, bench in holders if bench.unseen]
+        rules = [(label, rule) for label, bench in holders for rule in _rules(bench)]
         drills.append(
             _BenchmarkDrill(
                 name=name,
@@ -306,9 +426,18 @@ def _drilldown(
                     if unseen
                     else ""
                 ),
+                rules_note=Markup("Rules: ")
+                + Markup(", ").join(
+                    Markup("{} <code>{}</code>").format(label, rule) for label, rule in rules
+                ),
+                blob=encode_blob(bodies, strings),
             )
         )
     return drills
+
+
+def _rules(bench: BenchmarkResults) -> list[str]:
+    return sorted({record.grade.rule for problem in bench.problems for record in problem.samples if record})
 
 
 class _Holder:
@@ -333,9 +462,9 @@ def _problem_view(problem_id: str, columns: Sequence[_Holder]) -> _ProblemView:
         problem = column.grid.get(problem_id)
         if problem is None:
             if column.complete:
-                cells.append(_RunCell(column.label, "not selected", None, (), ""))
+                cells.append(_RunCell(column.label, "not selected", None, ()))
             else:
-                cells.append(_RunCell(column.label, "not stored", Outcome.MISSING, (), ""))
+                cells.append(_RunCell(column.label, "not stored", Outcome.MISSING, ()))
                 firsts.append(False)
                 failed = True
             continue
@@ -345,12 +474,10 @@ def _problem_view(problem_id: str, columns: Sequence[_Holder]) -> _ProblemView:
         badge = outcomes[0].label if width == 1 else f"{correct}/{width} correct"
         shown = Outcome.CORRECT if correct == width else outcomes[0]
         samples = tuple(_sample_view(index, record) for index, record in enumerate(problem.samples) if record)
-        cells.append(_RunCell(column.label, badge, shown, samples, ""))
+        cells.append(_RunCell(column.label, badge, shown, samples))
         firsts.append(problem.first_correct)
         failed = failed or correct < width
-    return _ProblemView(
-        problem_id, tuple(cells), prompt="", disagree=len(set(firsts)) > 1, failed=failed, detailed=False
-    )
+    return _ProblemView(problem_id, tuple(cells), disagree=len(set(firsts)) > 1, failed=failed)
 
 
 def _choose_detailed(views: Sequence[_ProblemView], limit: int | None) -> set[str]:
@@ -360,62 +487,71 @@ def _choose_detailed(views: Sequence[_ProblemView], limit: int | None) -> set[st
     return {views[i].problem_id for i in ranked[:limit]}
 
 
-def _with_details(view: _ProblemView, columns: Sequence[_Holder], limit: int) -> _ProblemView:
+def _with_details(
+    view: _ProblemView, columns: Sequence[_Holder], limit: int, table: _TextTable
+) -> _ProblemView:
+    """``view`` with its texts, registered in ``table``: the prompts first (all runs of a problem
+    together), then each run's samples."""
     prompts: list[str | None] = []
-    samples: list[tuple[_SampleView, ...]] = []
     for column in columns:
         problem = column.grid.get(view.problem_id)
         stored = [record for record in problem.samples if record is not None] if problem else []
         prompts.append(_clip(_prompt_text(stored[0]), limit) if stored else None)
-        samples.append(
+    seen = {prompt for prompt in prompts if prompt is not None}
+    # One prompt for every run (same prompt set and template): show it once, above the runs.
+    shared = next(iter(seen)) if len(seen) == 1 else None
+    cells = []
+    for cell, column, prompt in zip(view.cells, columns, prompts, strict=True):
+        problem = column.grid.get(view.problem_id)
+        samples = (
             tuple(
-                _sample_view(index, record, text_limit=limit)
+                _with_texts(_sample_view(index, record), record, limit, table)
                 for index, record in enumerate(problem.samples)
                 if record
             )
             if problem
             else ()
         )
-    seen = {prompt for prompt in prompts if prompt is not None}
-    # One prompt for every run (same prompt set and template): show it once, above the runs.
-    shared = next(iter(seen)) if len(seen) == 1 else ""
-    cells = tuple(
-        replace(cell, samples=mine, prompt="" if shared else (prompt or ""))
-        for cell, mine, prompt in zip(view.cells, samples, prompts, strict=True)
-    )
-    return replace(view, cells=cells, prompt=shared, detailed=True)
+        own = () if shared is not None or prompt is None else (table.pair(_PROMPT, "prompt", prompt),)
+        cells.append(replace(cell, samples=samples, prompt=own))
+    common = () if shared is None else (table.pair(_PROMPT, "prompt (the same for every run)", shared),)
+    return replace(view, cells=tuple(cells), prompt=common, detailed=True)
 
 
-def _sample_view(index: int, record: SampleRecord, *, text_limit: int | None = None) -> _SampleView:
-    """The sample's verdict, rule and reason; with ``text_limit``, also its texts clipped to it."""
+def _sample_view(index: int, record: SampleRecord) -> _SampleView:
+    """The sample's verdict, rule, execution status and reason (no texts)."""
     execution = record.execution
     status = execution.status.value
     if execution.wall_s:
         status += f", {execution.wall_s:.2f} s"
     if execution.gurobi:
         status += f", {execution.gurobi}"
-    view = _SampleView(
+    return _SampleView(
         index=index,
         outcome=classify(record),
         verdict=record.grade.verdict.value,
         rule=record.grade.rule,
         reason=record.grade.reason,
         execution=status,
-        program_reason=f"{record.program.extractor}: {record.program.reason}",
-        has_texts=text_limit is not None,
     )
-    if text_limit is None:
-        return view
+
+
+def _with_texts(view: _SampleView, record: SampleRecord, limit: int, table: _TextTable) -> _SampleView:
+    """``view`` with the sample's texts, each clipped to ``limit`` characters, in ``table``."""
     completion = record.completion
     text = completion.text if completion.error is None else f"[request failed] {completion.error}"
     if completion.reasoning:
         text = f"[reasoning]\n{completion.reasoning}\n\n[answer]\n{text}"
+    execution = record.execution
+    program = f"extracted program ({record.program.extractor}: {record.program.reason})"
     return replace(
         view,
-        completion=_clip(text, text_limit),
-        program=_clip(record.program.code or "", text_limit),
-        stdout=_clip(execution.stdout_tail, text_limit),
-        stderr=_clip(execution.stderr_tail, text_limit),
+        texts=(
+            table.pair(_CODE, "completion", _clip(text, limit)),
+            table.pair(_CODE, program, _clip(record.program.code or "", limit) or "(no code)"),
+            table.pair(_OUTPUT, "stdout (tail)", _clip(execution.stdout_tail, limit) or "(empty)"),
+            table.pair(_OUTPUT, "stderr (tail)", _clip(execution.stderr_tail, limit) or "(empty)"),
+        ),
     )
 
 

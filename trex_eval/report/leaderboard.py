@@ -184,7 +184,8 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
     prompt_set, few_shot, samples, limit, created_at, finished_at, run_dir``. Then per column group
     ``G`` (its label): ``G.pass@1_pct, G.ciNN_low_pct, G.ciNN_high_pct`` (``NN`` = the confidence in
     percent), ``G.n`` (problems selected), ``G.rule, G.dataset_sha256, G.template_sha256,
-    G.extractor, G.api_errors, G.environment_failures, G.missing_samples``; empty where the run
+    G.extractor, G.api_errors, G.environment_failures, G.missing_samples, G.unverified_samples``
+    (passing claims the harness could not verify, not counted in pass@1); empty where the run
     did not fill the group. Then per macro column ``M``: ``M.pass@1_pct, M.ciNN_low_pct,
     M.ciNN_high_pct, M.over`` (the column groups averaged, ``+``-separated). Scores are
     percentages at full float precision.
@@ -224,6 +225,7 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
             record[f"{prefix}.api_errors"] = cell.api_errors if cell else None
             record[f"{prefix}.environment_failures"] = cell.environment_failures if cell else None
             record[f"{prefix}.missing_samples"] = cell.missing_samples if cell else None
+            record[f"{prefix}.unverified_samples"] = cell.unverified_samples if cell else None
         for macro in board.macro_columns:
             mine = row.macro_column == macro.label
             summary = row.summary

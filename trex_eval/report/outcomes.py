@@ -20,6 +20,8 @@ class Outcome(str, Enum):
     """What happened to one sample, in report order (best first, harness failures last)."""
 
     CORRECT = "correct"
+    UNVERIFIED = "unverified"
+    """The claim would pass, but the harness could not verify it: not counted as correct."""
     WRONG = "wrong"
     """The program ran and solved, but its objective value or model structure is not the reference's."""
     INFEASIBLE = "infeasible"
@@ -51,6 +53,7 @@ class Outcome(str, Enum):
 _LABELS = MappingProxyType(
     {
         Outcome.CORRECT: "correct",
+        Outcome.UNVERIFIED: "unverified",
         Outcome.WRONG: "wrong answer",
         Outcome.INFEASIBLE: "infeasible / unbounded",
         Outcome.UNDECIDED: "not determinable",

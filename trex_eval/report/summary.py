@@ -111,6 +111,9 @@ class BenchmarkSummary(Record):
     stored_samples: int
     missing_samples: int
     correct_samples: int
+    unverified_samples: int = 0
+    """Samples whose claim would pass but the harness could not verify (verdict ``unverified``):
+    reported beside ``correct_samples``, never counted in it."""
     pass_at_1: float
     ci_low: float
     ci_high: float
@@ -325,6 +328,7 @@ def _summarize_benchmark(
         stored_samples=bench.stored_samples,
         missing_samples=bench.missing_samples,
         correct_samples=sum(sum(row) for row in correctness),
+        unverified_samples=verdicts[Verdict.UNVERIFIED],
         pass_at_1=pass_at_1(correctness),
         ci_low=low,
         ci_high=high,
@@ -414,5 +418,10 @@ def _notes(bench: BenchmarkSummary) -> list[str]:
         notes.append(
             f"{bench.benchmark}: {bench.missing_samples} of {bench.problems * bench.samples_per_problem} "
             "expected sample(s) are missing and count as failures (resume the run to fill them)"
+        )
+    if bench.unverified_samples:
+        notes.append(
+            f"{bench.benchmark}: {bench.unverified_samples} sample(s) claimed a passing answer the "
+            "harness could not verify (verdict unverified; each reason says why); not counted as correct"
         )
     return notes

@@ -139,14 +139,19 @@ def comparison_table(result: ComparisonSet) -> Table:
     both scores, Δ in points with its paired interval, won/lost and the McNemar p-value."""
     table = _table(
         f"Δ: candidate − baseline ({escape(result.baseline_label)}), percentage points, paired "
-        f"{result.interval.short()}; won/lost: problems only the candidate / only the baseline got "
+        f"{result.interval.short()}; W/L: won/lost, problems only the candidate / only the baseline got "
         "right (first sample); p: exact McNemar"
     )
-    table.add_column("base", justify="right")
-    table.add_column("cand", justify="right")
+    # Numbers never shrink: at 80 columns a long run label in the first column wraps instead.
+    first = table.columns[0]
+    widest = max((len(pair.benchmark) + 2 for c in result.comparisons for pair in c.benchmarks), default=8)
+    first.no_wrap, first.overflow = False, "fold"
+    first.min_width = first.max_width = widest
+    table.add_column("base", justify="right", no_wrap=True)
+    table.add_column("cand", justify="right", no_wrap=True)
     table.add_column("Δ [CI]", justify="right", no_wrap=True)
-    table.add_column("won/lost", justify="right")
-    table.add_column("p", justify="right")
+    table.add_column("W/L", justify="right", no_wrap=True)
+    table.add_column("p", justify="right", no_wrap=True)
     for position, comparison in enumerate(result.comparisons):
         if position:
             table.add_section()
@@ -159,7 +164,7 @@ def comparison_table(result: ComparisonSet) -> Table:
                 percent(pair.candidate_pass_at_1),
                 _delta(pair.difference, pair.ci_low, pair.ci_high),
                 f"{pair.won}/{pair.lost}",
-                f"{pair.mcnemar_p:.2g}",
+                f"{pair.mcnemar_p:.1g}",
             )
         overall = comparison.overall
         if overall is not None and len(comparison.benchmarks) > 1:
@@ -170,7 +175,7 @@ def comparison_table(result: ComparisonSet) -> Table:
                 percent(overall.candidate_macro),
                 _delta(overall.difference, overall.ci_low, overall.ci_high),
                 f"{overall.won}/{overall.lost}",
-                f"{overall.mcnemar_p:.2g}",
+                f"{overall.mcnemar_p:.1g}",
             )
     return table
 

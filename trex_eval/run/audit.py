@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from trex_eval.backends.base import BackendSpec
-from trex_eval.benchmarks import assets, load_benchmark, shipped_spec_paths
+from trex_eval.benchmarks import assets, load_spec, shipped_spec_paths
 from trex_eval.errors import StoreError
 from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.records import (
@@ -68,11 +68,13 @@ class AuditResult:
 
 
 def default_benchmarks(data_dir: Path) -> tuple[str, ...]:
-    """The shipped benchmarks that have reference programs to audit."""
+    """The benchmarks of the default ``t-rex`` suite that have reference programs to audit (the
+    field's others are audited by name or suite: ``trex-eval audit logior nlp4lp@orthought``)."""
     return tuple(
         name
         for name in shipped_spec_paths()
-        if load_benchmark(name, data_dir=data_dir).spec.fields.reference_code is not None
+        if "t-rex" in (spec := load_spec(shipped_spec_paths()[name])).suites
+        and spec.fields.reference_code is not None
     )
 
 

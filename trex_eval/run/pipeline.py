@@ -179,7 +179,9 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[_Benchma
         prompt_set = spec.prompt_set
         if prompt_set == UPSTREAM_SET and bench.spec.prompt.upstream is None:
             prompt_set = bench.spec.prompt.default_set
-        renderer = PromptRenderer(bench, prompt_set)
+        renderer = PromptRenderer(
+            bench, prompt_set, working_directory=plan.protocol.prompt_working_directory(bench)
+        )
         source = str(bench.spec_path.resolve()) if name.endswith((".yaml", ".yml")) else name
         entry = BenchmarkEntry(
             name=bench.name,
@@ -448,6 +450,7 @@ class _Run:
         self.pool = SandboxPool(
             limits=SandboxLimits(),
             workers=options.workers,
+            verify=False,  # the grading step verifies (EvaluationPlan.judge)
             isolation=options.isolation,  # type: ignore[arg-type]
             hidden=tuple(sorted(hidden)),
         )
@@ -622,7 +625,10 @@ class _Run:
             grade = plan.grade(problem, execution, reference_model=self.references)
         else:
             execution = await self._execution(item, problem, program, completion.sample_index)
-            grade = await asyncio.to_thread(plan.grade, problem, execution, reference_model=self.references)
+            # Claims are verified here, off the sandbox lanes, and only where a verdict hangs on it.
+            execution, grade = await asyncio.to_thread(
+                plan.judge, problem, execution, reference_model=self.references
+            )
         return SampleRecord(
             benchmark=item.bench.name,
             problem_id=problem.id,

@@ -58,6 +58,12 @@ class RunSpec:
     gurobi: GurobiPolicy = "auto"
     problem_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # A suite name (``sirl``, ``orlm``, ``all``) stands for its members (benchmarks.suites).
+        from trex_eval.benchmarks.suites import expand
+
+        object.__setattr__(self, "benchmarks", expand(self.benchmarks))
+
     @classmethod
     def from_settings(
         cls,

@@ -9,7 +9,9 @@ Each program runs in a fresh process forked from a warm worker that has already 
 solver libraries, inside the strongest isolation the machine allows (see :mod:`.isolation`),
 with a scrubbed environment, one thread per solver, resource limits, and everything it started
 killed when it ends. Hooks inside the sandbox record every solve (status, objective, matrix);
-the harness re-solves each captured linear model with HiGHS to catch forged objectives.
+those records are claims, which :mod:`.verify` checks by re-solving the captured model in the
+harness process (the pool does it after each job unless ``verify=False``; a run leaves it to its
+grading step).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from ..records import SHM_MIB
 from .runtime import hooks
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
@@ -437,7 +438,7 @@ def bwrap_prefix(
         *sized(disk_mib),
         "--tmpfs",
         "/tmp",
-        *sized(64),
+        *sized(SHM_MIB),
         "--tmpfs",
         "/dev/shm",
         *view,

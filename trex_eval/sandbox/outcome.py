@@ -10,8 +10,9 @@ Status precedence (first match wins):
    process count -> ``killed``; death by SIGKILL with at least 75% of the CPU limit used
    -> ``timeout`` (the kernel enforces ``RLIMIT_CPU`` with SIGKILL);
 2. the program did not compile -> ``syntax_error``;
-3. a licence failure was seen (gurobipy errno 10009/10010, COPT licence error) and no solve
-   succeeded -> ``licence_error``; ``import gurobipy`` found no gurobipy_highs -> ``needs_gurobi``;
+3. a licence failure was seen (gurobipy errno 10009/10010, COPT licence error), not ruled out by
+   the harness's own licence pre-flight, and no solve succeeded -> ``licence_error``;
+   ``import gurobipy`` found no gurobipy_highs -> ``needs_gurobi``;
 4. an exception escaped the program: ``MemoryError`` -> ``memory_limit``; EFBIG/ENOSPC/EDQUOT
    -> ``output_limit``; raised inside a solver call -> ``solver_error``; else ``runtime_error``
    (an exception after a successful solve still fails the program);
@@ -136,6 +137,11 @@ def _linear_model(data: object) -> tuple[LinearModel | None, str | None]:
         return None, "matrix index out of range"
     if any(not (0 <= i < n and 0 <= j < n) for i, j, _ in model.q_obj):
         return None, "quadratic objective index out of range"
+    for row in model.q_constraints:
+        if any(not 0 <= j < n for j, _ in row.linear) or any(
+            not (0 <= i < n and 0 <= j < n) for i, j, _ in row.quadratic
+        ):
+            return None, "quadratic constraint index out of range"
     return model, None
 
 
@@ -155,9 +161,20 @@ def _matrix_bytes(data: object) -> int:
             continue
         if key in ("var_names", "row_names", "vtype"):
             size += sum(len(item) + 3 if isinstance(item, str) else 24 for item in value)
+        elif key == "q_constraints":
+            size += sum(
+                48 + 48 * _length(row.get("linear")) + 72 * _length(row.get("quadratic"))
+                if isinstance(row, dict)
+                else 24
+                for row in value
+            )
         else:
             size += (72 if key == "q_obj" else 24) * len(value)
     return size
+
+
+def _length(value: object) -> int:
+    return len(value) if isinstance(value, list) else 0
 
 
 def _bounded_solves(raws: list[dict[str, Any]], budget_bytes: int) -> tuple[list[dict[str, Any]], list[str]]:
@@ -299,15 +316,48 @@ class _Verdict:
     error_type: str | None = None
 
 
-def _licence_failures(report: ChannelReport, error: dict[str, Any] | None) -> list[str]:
+GUROBI_NO_LICENCE_ERRNO = 10009
+GUROBI_SIZE_LIMIT_ERRNO = 10010
+
+
+@dataclass(frozen=True)
+class TrustedLicence:
+    """What the harness's own pre-flight found about gurobipy (``sandbox.licence``): the licence
+    works (``ok``) and whether it is size-limited (``None``: unknown)."""
+
+    ok: bool
+    size_limited: bool | None
+
+
+def _contradicted(errno: object, trusted: TrustedLicence | None) -> bool:
+    """Whether the harness's own licence check rules out a gurobipy licence failure a program's
+    process reported: "no or expired licence" while the pre-flight solved a model, "too large for
+    a size-limited licence" while the pre-flight found no size limit."""
+    if trusted is None or not trusted.ok:
+        return False
+    return errno == GUROBI_NO_LICENCE_ERRNO or (
+        errno == GUROBI_SIZE_LIMIT_ERRNO and trusted.size_limited is False
+    )
+
+
+def _licence_failures(
+    report: ChannelReport, error: dict[str, Any] | None, trusted: TrustedLicence | None
+) -> list[str]:
+    """The licence failures a program's process reported that the harness's check leaves standing
+    (the reports are claims: a program can write any record, see :func:`_contradicted`)."""
     found = [
         f"{item.get('library')}: {item.get('message')}"
         for item in report.solve_errors
         if is_licence_failure(
             item.get("library"), item.get("error_type"), item.get("errno"), item.get("message")
         )
+        and not (item.get("library") == "gurobipy" and _contradicted(item.get("errno"), trusted))
     ]
-    if error and is_licence_failure(None, error.get("error_type"), error.get("errno"), error.get("message")):
+    if (
+        error
+        and is_licence_failure(None, error.get("error_type"), error.get("errno"), error.get("message"))
+        and not (error.get("error_type") == "GurobiError" and _contradicted(error.get("errno"), trusted))
+    ):
         found.append(f"{error.get('error_type')}: {error.get('message')}")
     return found
 
@@ -341,6 +391,7 @@ def _classify(
     files: tuple[WrittenFile, ...],
     limits: SandboxLimits,
     expect: str,
+    trusted: TrustedLicence | None = None,
 ) -> _Verdict:
     killed_for = reply.get("killed_for")
     number = reply.get("signal")
@@ -358,7 +409,7 @@ def _classify(
     error = error if isinstance(error, dict) else None
     if end and end.get("phase") == "compile":
         return _Verdict(ExecStatus.SYNTAX_ERROR, _error_text(error), _error_type(error))
-    licence = _licence_failures(report, error)
+    licence = _licence_failures(report, error, trusted)
     if licence and not _solved(solves):
         return _Verdict(ExecStatus.LICENCE_ERROR, licence[-1][:500], _error_type(error))
     refused = _needs_gurobi(report, error)
@@ -437,9 +488,19 @@ def _error_text(error: dict[str, Any] | None) -> str:
 
 
 def build_execution(
-    reply: dict[str, Any], *, nonce: str, limits: SandboxLimits, expect: str, isolation: str
+    reply: dict[str, Any],
+    *,
+    nonce: str,
+    limits: SandboxLimits,
+    expect: str,
+    isolation: str,
+    trusted_licence: TrustedLicence | None = None,
 ) -> Execution:
     """The :class:`Execution` for one worker reply (verification is done separately).
+
+    ``trusted_licence`` is the harness's own gurobipy pre-flight for a job that ran the real
+    gurobipy: a licence failure it rules out is not ``licence_error`` (the program failed on
+    its own: ``runtime_error`` or ``solver_error``); ``None`` takes every reported one.
 
     Raises:
         ValueError: the job's confinement failed before the program ran (a harness problem:
@@ -455,7 +516,12 @@ def build_execution(
         _written_files(reply.get("files")), record_bytes // 2, reply.get("files_dropped")
     )
     cut += files_cut
-    verdict = _classify(reply, report, solves, files, limits, expect)
+    if int(reply.get("channel_dropped") or 0):
+        cut.append(
+            f"{int(reply['channel_dropped'])} bytes of solve records left out of the middle of the "
+            "result channel (over twice the record budget)"
+        )
+    verdict = _classify(reply, report, solves, files, limits, expect, trusted_licence)
     stdout = str(reply.get("stdout", ""))
     end = report.end or {}
     max_rss = reply.get("max_rss_kib")

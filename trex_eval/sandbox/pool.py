@@ -20,13 +20,13 @@ from types import TracebackType
 from typing import Any, Literal
 
 from ..errors import SandboxError
-from ..records import ExecStatus, Execution, SolveRecord
+from ..records import SHM_MIB, ExecStatus, Execution, SolveRecord
 from . import launch
 from .isolation import IsolationReport, probe_isolation
 from .job import Job
 from .licence import LicenceReport, licence_preflight
 from .limits import SandboxLimits
-from .outcome import build_execution, gurobipy_licence_failure
+from .outcome import TrustedLicence, build_execution, gurobipy_licence_failure
 from .runtime import hooks
 from .runtime.contract import WorkerConfig
 from .runtime.workdir import CleanError, remove_tree
@@ -71,7 +71,9 @@ class SandboxPool:
         workers: number of worker processes = programs running at once.
         isolation: ``"auto"`` (strongest available) or a level to insist on (``SandboxError`` at
             :meth:`start` if it does not work here).
-        verify: re-solve every captured linear model with HiGHS (see :func:`verify_solve`).
+        verify: re-solve every captured model in this process after each job (see
+            :func:`verify_solve`), on the thread that ran the job. A run passes ``False`` and
+            verifies in its grading step, only where a verdict depends on it.
         preload: modules each worker imports before serving (see :data:`DEFAULT_PRELOAD`).
         warmable: modules a worker imports once its programs use them (see :data:`DEFAULT_WARMABLE`).
         hidden: directories programs must not see (bubblewrap level): the benchmark data with
@@ -314,6 +316,7 @@ class SandboxPool:
             highs_package=str(self.highs_package or ""),
             job_env=self._environment,
             warmable=tuple(self.warmable),
+            tmpfs_mib=self.limits.disk_mib + SHM_MIB if in_bwrap and report.supports_tmpfs_size else 0,
         )
         return [*report.command, *launch.runtime_command("server", config.to_json())]
 
@@ -413,7 +416,12 @@ class SandboxPool:
             raise SandboxError(f"the sandbox failed to run a job: {reply['error']}", where="sandbox")
         try:
             execution = build_execution(
-                reply, nonce=nonce, limits=limits, expect=job.expect, isolation=report.level
+                reply,
+                nonce=nonce,
+                limits=limits,
+                expect=job.expect,
+                isolation=report.level,
+                trusted_licence=self._trusted_licence() if gurobi == "real" else None,
             )
         except ValueError as error:
             raise SandboxError(str(error), where="sandbox") from None
@@ -421,6 +429,11 @@ class SandboxPool:
             note = f"the worker was replaced after this program: {retired}"[:500]
             execution = execution.model_copy(update={"detail": _join(execution.detail, note)})
         return execution
+
+    def _trusted_licence(self) -> TrustedLicence | None:
+        """The pre-flight's gurobipy findings: a program's own licence-failure records are claims."""
+        found = self._licence.get("gurobipy") if self._licence is not None else None
+        return None if found is None else TrustedLicence(ok=found.ok, size_limited=found.size_limited)
 
     def _verified(self, execution: Execution) -> Execution:
         if not execution.solves:

@@ -15,7 +15,11 @@ syntax; every rule about what the numbers *mean* lives here, so that both format
   bound at or above ``1e20`` is ``+inf`` and one below ``-1e30`` is ``-1e30``;
 * rows are stored as ``row_lower <= a.x <= row_upper``: ``<=`` gives ``(-inf, rhs)``, ``>=``
   gives ``(rhs, +inf)``, ``=`` gives ``(rhs, rhs)``; matrix entries are sorted by row, then
-  column.
+  column;
+* quadratic constraints, SOS sets and indicator constraints that a reader hands over are held
+  (``q_constraints``, ``sos``, ``indicators``) as well as counted: their linear terms are summed
+  and sorted by column like a row's, their quadratic terms merged into ``i <= j`` pairs and
+  sorted, exact zeros dropped.
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from trex_eval.records import LinearModel, VariableType
+from trex_eval.records import (
+    IndicatorConstraint,
+    LinearModel,
+    QuadraticConstraint,
+    SOSConstraint,
+    VariableType,
+)
 
 INF = math.inf
 RHS_INFINITY = 1e100
@@ -93,6 +103,27 @@ class PendingRow:
 
 
 @dataclass(slots=True)
+class PendingQuadratic:
+    """One quadratic constraint as read: linear and quadratic terms in file order."""
+
+    linear: list[tuple[int, float]]
+    quadratic: list[tuple[int, int, float]]
+    lower: float
+    upper: float
+
+
+@dataclass(slots=True)
+class PendingIndicator:
+    """``x[binary] = value -> lower <= terms <= upper`` as read."""
+
+    binary: int
+    value: int
+    terms: list[tuple[int, float]]
+    lower: float
+    upper: float
+
+
+@dataclass(slots=True)
 class ModelBuilder:
     """Mutable model under construction. Readers call the ``add_*``/``set_*`` methods in file
     order; :meth:`build` applies the finishing rules and returns the frozen record."""
@@ -109,6 +140,9 @@ class ModelBuilder:
     n_quadratic_constraints: int = 0
     n_general_constraints: int = 0
     n_sos: int = 0
+    quadratic_constraints: list[PendingQuadratic] = field(default_factory=list)
+    sos: list[tuple[int, list[tuple[int, float]]]] = field(default_factory=list)
+    indicators: list[PendingIndicator] = field(default_factory=list)
     _index: dict[str, int] = field(default_factory=dict)
 
     def var(self, name: str) -> int:
@@ -186,6 +220,33 @@ class ModelBuilder:
             n_quadratic_constraints=self.n_quadratic_constraints,
             n_general_constraints=self.n_general_constraints,
             n_sos=self.n_sos,
+            q_constraints=tuple(
+                QuadraticConstraint(
+                    lower=pending.lower,
+                    upper=pending.upper,
+                    linear=tuple((new_index(j), a) for j, a in _summed_entries(pending.linear, keep_entry)),
+                    quadratic=_merged_quadratic(
+                        (new_index(i), new_index(j), q) for i, j, q in pending.quadratic
+                    ),
+                )
+                for pending in self.quadratic_constraints
+            ),
+            sos=tuple(
+                SOSConstraint(
+                    type=1 if kind == 1 else 2, members=tuple((new_index(j), w) for j, w in members)
+                )
+                for kind, members in self.sos
+            ),
+            indicators=tuple(
+                IndicatorConstraint(
+                    binary=new_index(pending.binary),
+                    value=1 if pending.value else 0,
+                    lower=pending.lower,
+                    upper=pending.upper,
+                    linear=tuple((new_index(j), a) for j, a in _summed_entries(pending.terms, keep_entry)),
+                )
+                for pending in self.indicators
+            ),
         )
 
     def _constant_column(self, entries: list[list[tuple[int, float]]]) -> int | None:
@@ -194,7 +255,22 @@ class ModelBuilder:
             return None
         if any(j == index for row_entries in entries for j, _ in row_entries):
             return None
+        if index in self._columns_outside_rows():
+            return None
         return index
+
+    def _columns_outside_rows(self) -> set[int]:
+        """Columns named by quadratic constraints, SOS sets or indicators."""
+        used: set[int] = set()
+        for pending in self.quadratic_constraints:
+            used.update(j for j, _ in pending.linear)
+            used.update(k for i, j, _ in pending.quadratic for k in (i, j))
+        for _, members in self.sos:
+            used.update(j for j, _ in members)
+        for indicator in self.indicators:
+            used.add(indicator.binary)
+            used.update(j for j, _ in indicator.terms)
+        return used
 
 
 class KeepEntry:

@@ -23,8 +23,9 @@ The result is what ``gurobipy.read()`` (13.0.3) builds from the same text, field
   unnamed row is ``R<row index>``. ``[ ... ]`` holds quadratic terms (``a x * y``, ``a x ^2``);
   an objective bracket followed by ``/ 2`` is halved, one without is taken as written, any other
   divisor is an error. A constraint with a quadratic part is counted in
-  ``n_quadratic_constraints`` and is not a row. ``b = 0|1 -> expression sense rhs`` is an
-  indicator and is counted in ``n_general_constraints``.
+  ``n_quadratic_constraints``, held in ``q_constraints`` (brackets taken as written) and is
+  not a row. ``b = 0|1 -> expression sense rhs`` is an indicator, counted in
+  ``n_general_constraints`` and held in ``indicators``.
 * Lazy constraints and user cuts are ordinary rows (Gurobi reads them into the model).
 * Bounds: ``x free``, ``x op v``, ``v op x``, ``v op x op w`` (the first value is the lower and
   the last the upper bound, whatever the operators say), with ``op`` any token of ``< > =``
@@ -36,7 +37,8 @@ The result is what ``gurobipy.read()`` (13.0.3) builds from the same text, field
   ``Binaries`` makes them binary and clamps the rounded bounds into ``[0, 1]``;
   ``Semi-continuous`` turns ``C`` into ``S`` and ``I``/``B`` into ``N``.
 * ``SOS`` and ``General Constraints`` statements are counted (``n_sos``,
-  ``n_general_constraints``); the variables they name are created in order of appearance.
+  ``n_general_constraints``); the variables they name are created in order of appearance. SOS
+  sets (``name: S1|S2 :: x:w ...``) are also held in ``sos``; general constraints are not.
 
 Anything else raises :class:`~trex_eval.errors.GradingError` whose ``where`` is
 ``"LP line <n>"`` and whose message says what was expected and what was found.
@@ -53,6 +55,8 @@ from trex_eval.grading.lp.builder import (
     INF,
     LP_KEEP,
     ModelBuilder,
+    PendingIndicator,
+    PendingQuadratic,
     clamp_lower,
     clamp_upper,
     clamp_value,
@@ -396,17 +400,23 @@ class _LpReader:
 
     def _constraint(self) -> None:
         label = self._optional_label()
-        linear, _, has_bracket = self._expression(allow_quadratic=True, objective=False)
+        linear, quadratic, has_bracket = self._expression(allow_quadratic=True, objective=False)
         sense, rhs = self._sense_and_rhs()
         if self._peek() == "->":
             self._pos += 1
             if has_bracket or len(linear) != 1 or sense != "=" or rhs not in (0.0, 1.0):
                 raise self._error("an indicator written as 'binary_variable = 0|1 -> ...'")
-            self._expression(allow_quadratic=False, objective=False)
-            self._sense_and_rhs()
+            terms, _, _ = self._expression(allow_quadratic=False, objective=False)
+            implied, implied_rhs = self._sense_and_rhs()
             self._model.n_general_constraints += 1
+            self._model.indicators.append(
+                PendingIndicator(linear[0][0], int(rhs), terms, *row_bounds(implied, implied_rhs))
+            )
         elif has_bracket:
             self._model.n_quadratic_constraints += 1
+            self._model.quadratic_constraints.append(
+                PendingQuadratic(linear, quadratic, *row_bounds(sense, rhs))
+            )
         else:
             self._model.add_row(label, linear, *row_bounds(sense, rhs))
 
@@ -481,11 +491,15 @@ class _LpReader:
         text = self._next("an SOS entry")
         if text == "::":
             self._model.n_sos += 1
+            kind = self._tokens[self._pos - 2].upper() if self._pos >= 2 else ""
+            self._model.sos.append((2 if kind == "S2" else 1, []))
         elif ":" in text and not text.endswith(":"):
             name, weight = text.rsplit(":", 1)
             if not _is_number(weight.lstrip("+-")):
                 raise self._error("an SOS member written as 'variable:weight'", self._pos - 1)
-            self._model.var(name)
+            index = self._model.var(name)
+            if self._model.sos:
+                self._model.sos[-1][1].append((index, float(weight)))
 
     def _general_constraints(self) -> None:
         """Consume the whole ``General Constraints`` section, counting statements by their

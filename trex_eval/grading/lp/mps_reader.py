@@ -24,9 +24,11 @@ against Gurobi:
   bounds into ``[0, 1]``; ``SC`` makes an integer column semi-integer; bounds on unknown columns
   are ignored. Integer bounds are not rounded.
 * ``QUADOBJ`` lists the upper triangle of ``Q`` in ``0.5 x'Qx``; ``QMATRIX`` lists all of it.
-  Rows named by ``QCMATRIX`` are quadratic constraints and rows named by ``INDICATORS`` are
-  indicator constraints: both leave the linear rows and are only counted, as are ``SOS`` sets and
-  ``GENCONS`` entries (a ``TYPE [parameter] name`` line each). Rows after
+  Rows named by ``QCMATRIX`` are quadratic constraints (held in ``q_constraints``, in ``ROWS``
+  order: the row's entries, its sense and right-hand side, and the ``x'Qx`` terms the section
+  lists) and rows named by ``INDICATORS`` are indicator constraints (held in ``indicators``, in
+  section order): both leave the linear rows. ``SOS`` sets are held in ``sos``; ``GENCONS``
+  entries (a ``TYPE [parameter] name`` line each) are only counted. Rows after
   ``LAZYCONS``/``USERCUTS`` are ordinary rows.
 
 Malformed input raises :class:`~trex_eval.errors.GradingError` with ``where="MPS line <n>"``.
@@ -41,6 +43,8 @@ from trex_eval.grading.lp.builder import (
     INF,
     MPS_KEEP,
     ModelBuilder,
+    PendingIndicator,
+    PendingQuadratic,
     clamp_lower,
     clamp_upper,
     clamp_value,
@@ -75,6 +79,7 @@ class _Row:
     range_value: float | None = None
     entries: dict[int, float] = field(default_factory=dict)
     linear: bool = True
+    quadratic: list[tuple[int, int, float]] | None = None
 
 
 def parse_mps(text: str) -> LinearModel:
@@ -99,6 +104,8 @@ class _MpsReader:
         self._bounded: set[int] = set()
         self._lower_set: set[int] = set()
         self._integer_marker = False
+        self._quadratic_row: _Row | None = None
+        self._indicators: list[tuple[_Row, int, int]] = []
         self._line = 0
 
     def _error(self, message: str) -> GradingError:
@@ -133,6 +140,9 @@ class _MpsReader:
                 raise self._error("expected a row name after QCMATRIX")
             row = self._row(rest[0])
             row.linear = False
+            if row.quadratic is None:
+                row.quadratic = []
+            self._quadratic_row = row
             self._model.n_quadratic_constraints += 1
 
     def _objective_sense(self, word: str) -> None:
@@ -168,16 +178,28 @@ class _MpsReader:
             if row.linear:
                 row.linear = False
                 self._model.n_general_constraints += 1
+                binary = self._model.find(fields[2])
+                if binary is None:
+                    raise self._error(f"unknown column {fields[2]!r} in INDICATORS")
+                self._indicators.append((row, binary, 1 if self._number(fields[3]) else 0))
         elif section == "SOS":
             if fields[0].upper() in ("S1", "S2"):
                 self._model.n_sos += 1
+                self._model.sos.append((1 if fields[0].upper() == "S1" else 2, []))
+            elif len(fields) == 2 and self._model.sos:
+                member = self._model.find(fields[0])
+                if member is None:
+                    raise self._error(f"unknown column {fields[0]!r} in SOS")
+                self._model.sos[-1][1].append((member, self._number(fields[1])))
         elif section == "GENCONS":
             # A header is "TYPE [parameter] name"; data lines of NL blocks also start with
             # function names (SIN -1 3) but end with a number.
             header = fields[0].upper() in _GENERAL_CONSTRAINT_TYPES and len(fields) in (2, 3)
             if header and not _is_number(fields[-1]):
                 self._model.n_general_constraints += 1
-        elif section in ("NAME", "QCMATRIX"):
+        elif section == "QCMATRIX":
+            self._quadratic_constraint_line(fields)
+        elif section == "NAME":
             pass
         else:
             raise self._error(f"unexpected data line before any section: {' '.join(fields)!r}")
@@ -299,6 +321,15 @@ class _MpsReader:
         coefficient = value / 2.0 if full_matrix or first == second else value
         self._model.quadratic_objective.append((first, second, coefficient))
 
+    def _quadratic_constraint_line(self, fields: list[str]) -> None:
+        if len(fields) != 3 or self._quadratic_row is None or self._quadratic_row.quadratic is None:
+            raise self._error("expected 'column column value' after 'QCMATRIX row'")
+        first, second = self._model.find(fields[0]), self._model.find(fields[1])
+        if first is None or second is None:
+            raise self._error(f"unknown column in {' '.join(fields)!r}")
+        # QCMATRIX lists the full matrix of x'Qx: an off-diagonal product appears twice.
+        self._quadratic_row.quadratic.append((first, second, self._number(fields[2])))
+
     def _number(self, text: str) -> float:
         try:
             return float(text)
@@ -313,6 +344,12 @@ class _MpsReader:
         model.objective_constant = -self._objective_rhs
         ranged: list[tuple[_Row, int]] = []
         for row in self._rows:
+            if row.sense is not None and row.quadratic is not None:
+                model.quadratic_constraints.append(
+                    PendingQuadratic(
+                        list(row.entries.items()), row.quadratic, *row_bounds(row.sense, clamp_value(row.rhs))
+                    )
+                )
             if row.sense is None or not row.linear:
                 continue
             terms = list(row.entries.items())
@@ -323,6 +360,10 @@ class _MpsReader:
             ranged.append((row, position))
         for row, position in ranged:
             self._add_range_column(row, position)
+        for row, binary, value in self._indicators:
+            if row.sense is not None:
+                bounds = row_bounds(row.sense, clamp_value(row.rhs))
+                model.indicators.append(PendingIndicator(binary, value, list(row.entries.items()), *bounds))
         return model.build(keep_entry=MPS_KEEP, drop_constant_column=False)
 
     def _add_range_column(self, row: _Row, position: int) -> None:

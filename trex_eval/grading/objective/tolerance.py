@@ -22,6 +22,13 @@ One decision procedure, read top to bottom:
    matches ``infeasible`` and ``unbounded`` matches ``unbounded``; a solver answer
    ``inf_or_unbd`` against either is ``not_determinable`` (the solver did not decide which);
    a reference ``inf_or_unbd`` is matched by any of the three.
+6. A claim that passes 4 or 5 is ``correct`` only when the harness verified it
+   (``verification == "match"``: the parent re-solved the captured model and found the claimed
+   result; see :mod:`trex_eval.sandbox.verify`); otherwise it is ``unverified`` and the reason
+   says why (no matrix captured, a model kind no parent solver takes, a re-solve that timed out,
+   a printed value). The verdict never depends on anything else the program's process reported.
+   ``unverified=true`` (spec key; refused by ``strict``) counts such claims as ``correct``, for
+   reproducing conventions that trust the program's solver; the reason still says so.
 """
 
 from __future__ import annotations
@@ -126,6 +133,7 @@ class ToleranceRule:
     name: str
     tolerance: Tolerance = Tolerance()
     use_printed: bool = False
+    count_unverified: bool = False
     title: str = ""
     parameters: str = ""
     version: str = TOLERANCE_RULE_VERSION
@@ -141,6 +149,8 @@ class ToleranceRule:
         text = f"{lead}solver status optimal and {self.tolerance.formula()}"
         if self.use_printed:
             text += "; a printed objective is used (status unchecked) when no solve was hooked"
+        if self.count_unverified:
+            text += "; claims the harness could not verify count as correct"
         return text
 
     def grade(self, execution: Execution, reference: ObjectiveReference, /) -> Grade:
@@ -195,12 +205,26 @@ class ToleranceRule:
             source="hook",
             note=note,
             verified=solve.verified_objective,
+            unverified=_unverified(solve),
         )
 
     # ----------------------------------------------------------------------- helpers
 
     def _grade(self, verdict: Verdict, reason: str, evidence: ObjectiveEvidence | None = None) -> Grade:
         return Grade(verdict=verdict, rule=self.spec, reason=reason, evidence=evidence)
+
+    def _passed(self, reason: str, evidence: ObjectiveEvidence, unverified: str | None) -> Grade:
+        """``correct`` for a verified claim; ``unverified`` (or, with ``count_unverified``,
+        ``correct`` saying so) for the others."""
+        if unverified is None:
+            return self._grade(Verdict.CORRECT, reason, evidence)
+        if self.count_unverified:
+            return self._grade(
+                Verdict.CORRECT, f"{reason}; counted although unverified: {unverified}", evidence
+            )
+        return self._grade(
+            Verdict.UNVERIFIED, f"{reason}; not verified by the harness: {unverified}", evidence
+        )
 
     def _evidence(
         self,
@@ -236,7 +260,14 @@ class ToleranceRule:
                 f"printed objective {fmt(printed)}, but the reference is {reference.status.value}",
                 self._evidence(printed, None, reference, source="printed"),
             )
-        return self._compare(printed, reference, status=None, source="printed", note="; printed output")
+        return self._compare(
+            printed,
+            reference,
+            status=None,
+            source="printed",
+            note="; printed output",
+            unverified="the value was printed, not observed in a solve",
+        )
 
     def _compare(
         self,
@@ -247,6 +278,7 @@ class ToleranceRule:
         source: str,
         note: str,
         verified: float | None = None,
+        unverified: str | None = None,
     ) -> Grade:
         expected = reference.value
         if expected is None:  # excluded by check_reference; kept for the type checker
@@ -270,7 +302,7 @@ class ToleranceRule:
             values += f" (rounded to {self.tolerance.digits} decimals)"
         if result.passed:
             reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}{note}"
-            return self._grade(Verdict.CORRECT, reason, evidence)
+            return self._passed(reason, evidence, unverified)
         reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}{note}"
         if expected != 0 and self.tolerance.compare(-predicted, expected).passed:
             reason += "; pred = −ref: minimise/maximise confused?"
@@ -283,7 +315,7 @@ class ToleranceRule:
         if predicted is reference.status or (
             reference.status is SolveStatus.INF_OR_UNBD and predicted in NO_FINITE_OPTIMUM
         ):
-            return self._grade(Verdict.CORRECT, said, evidence)
+            return self._passed(said + _verification(solve), evidence, _unverified(solve))
         if predicted is SolveStatus.INF_OR_UNBD:
             return self._grade(
                 Verdict.NOT_DETERMINABLE,
@@ -295,11 +327,21 @@ class ToleranceRule:
 
 def _verification(solve: SolveRecord) -> str:
     """Reason suffix naming the harness's re-solve (also in ``ObjectiveEvidence.verified_objective``)."""
+    solver = {"gurobipy": "gurobipy", "scip": "SCIP"}.get(solve.verified_by or "", "HiGHS")
     if solve.verified_objective is not None:
-        return f"; HiGHS re-solve {fmt(solve.verified_objective)}"
-    if solve.verification:
-        return f"; re-solve {solve.verification}"
+        return f"; {solver} re-solve {fmt(solve.verified_objective)}"
+    if solve.verification == "match":
+        return f"; {solver} re-solve agrees"
     return ""
+
+
+def _unverified(solve: SolveRecord) -> str | None:
+    """Why ``solve``'s claim is not verified, or ``None`` when the harness matched it."""
+    if solve.verification == "match":
+        return None
+    if solve.verification is None:
+        return "no re-solve was run"
+    return solve.verification.removeprefix("skipped: ")
 
 
 # --------------------------------------------------------------------------- registry factory
@@ -327,7 +369,7 @@ PRESETS: Mapping[str, _Preset] = MappingProxyType(
 )
 """The tolerance families of :mod:`trex_eval.grading.registry`, by name."""
 
-_KEYS = ("rtol", "atol", "digits", "printed")
+_KEYS = ("rtol", "atol", "digits", "printed", "unverified")
 
 
 def build(spec: RuleSpec) -> ToleranceRule:
@@ -354,16 +396,24 @@ def build(spec: RuleSpec) -> ToleranceRule:
         digits=spec.integer("digits", values["digits"]) if "digits" in values else defaults.digits,
     )
     printed = spec.flag("printed", values["printed"]) if "printed" in values else False
+    trusting = spec.flag("unverified", values["unverified"]) if "unverified" in values else False
+    if trusting and spec.name == "strict":
+        raise ConfigError(
+            "strict never counts an unverified claim as correct",
+            where=spec.text,
+            hint="use another family for a convention that trusts the solver, e.g. rel:1e-4,unverified=true",
+        )
     return ToleranceRule(
         name=spec.name,
         tolerance=tolerance,
         use_printed=printed,
+        count_unverified=trusting,
         title=preset.title,
-        parameters=_canonical(tolerance, printed=printed, preset=preset),
+        parameters=_canonical(tolerance, printed=printed, trusting=trusting, preset=preset),
     )
 
 
-def _canonical(tolerance: Tolerance, *, printed: bool, preset: _Preset) -> str:
+def _canonical(tolerance: Tolerance, *, printed: bool, trusting: bool, preset: _Preset) -> str:
     """``key=value`` text of the parameters that differ from the preset (its primary always)."""
     shown: list[str] = []
     defaults = preset.defaults
@@ -375,4 +425,6 @@ def _canonical(tolerance: Tolerance, *, printed: bool, preset: _Preset) -> str:
         shown.append(f"digits={tolerance.digits}")
     if printed:
         shown.append("printed=true")
+    if trusting:
+        shown.append("unverified=true")
     return ",".join(shown)

@@ -58,9 +58,10 @@ class CanonicalModel:
     dropped_rows: int
 
 
-def canonicalise(model: LinearModel) -> CanonicalModel:
+def canonicalise(model: LinearModel, *, used: frozenset[int] = frozenset()) -> CanonicalModel:
     """Canonical form of the linear part of ``model`` (module docstring). Quadratic, SOS and
-    general-constraint parts are ignored here; the caller decides what they mean."""
+    general-constraint parts are ignored here; the caller decides what they mean, and names the
+    columns they use in ``used`` so that those are never dropped as unused."""
     flip = -1.0 if model.sense == "max" else 1.0
     obj = [flip * c for c in model.obj]
     vtype = list(model.vtype)
@@ -98,7 +99,7 @@ def canonicalise(model: LinearModel) -> CanonicalModel:
             lb[j] = math.ceil(lb[j] - INTEGRALITY_SLACK) if math.isfinite(lb[j]) else lb[j]
             ub[j] = math.floor(ub[j] + INTEGRALITY_SLACK) if math.isfinite(ub[j]) else ub[j]
 
-    used = {j for row in rows for j in row.cols}
+    used = used | {j for row in rows for j in row.cols}
     keep = [
         j for j in range(len(obj)) if j in used or obj[j] != 0.0 or not _has_value(vtype[j], lb[j], ub[j])
     ]

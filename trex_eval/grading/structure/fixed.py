@@ -41,14 +41,17 @@ themselves and against perturbed copies take a few seconds in all (``scripts/ben
 
 from __future__ import annotations
 
-import bisect
-import math
 from collections import Counter
 from dataclasses import dataclass
 from itertools import chain
 
 from trex_eval.grading.structure.base import CheckRule
 from trex_eval.grading.structure.canonical import CanonicalModel, canonicalise
+from trex_eval.grading.structure.keys import INFINITE_KEY as _INFINITE_KEY
+from trex_eval.grading.structure.keys import RELATIVE_TOLERANCE as RELATIVE_TOLERANCE
+from trex_eval.grading.structure.keys import ZERO_TOLERANCE as ZERO_TOLERANCE
+from trex_eval.grading.structure.keys import NumericKeys as _NumericKeys
+from trex_eval.grading.structure.keys import orientation as _orientation
 from trex_eval.grading.structure.wl import sufficiency
 from trex_eval.records import Grade, LinearModel, StructureCheck, StructureEvidence, Verdict
 
@@ -56,40 +59,7 @@ VERSION = "1"
 RULE = f"orgeval-fixed@{VERSION}"
 """The canonical spec every grade of this rule records."""
 
-RELATIVE_TOLERANCE = 1e-9
-"""Magnitudes within this relative distance of their sorted neighbour share a numeric key."""
-ZERO_TOLERANCE = 1e-12
-"""Magnitudes at or below this are zero; also the absolute floor of the merging distance."""
-
-_INFINITE_KEY = 1 << 40
 _SYMMETRIC_EDGE = 1 << 41
-
-
-class _NumericKeys:
-    """Signed integer keys for floats, shared by both models: ``0`` for zero, ``±(k + 1)`` for the
-    ``k``-th magnitude cluster, ``±_INFINITE_KEY`` for infinities. Keys order like the values."""
-
-    def __init__(self, magnitudes: list[float]) -> None:
-        finite = sorted({m for m in magnitudes if ZERO_TOLERANCE < m < math.inf})
-        self._starts: list[float] = []
-        self._cluster_of: dict[float, int] = {}
-        previous = -math.inf
-        for value in finite:
-            if value - previous > max(ZERO_TOLERANCE, RELATIVE_TOLERANCE * value):
-                self._starts.append(value)
-            self._cluster_of[value] = len(self._starts)
-            previous = value
-
-    def __call__(self, value: float) -> int:
-        magnitude = abs(value)
-        if magnitude <= ZERO_TOLERANCE:
-            return 0
-        if magnitude == math.inf:
-            key = _INFINITE_KEY
-        else:
-            cluster = self._cluster_of.get(magnitude)
-            key = cluster if cluster is not None else bisect.bisect_right(self._starts, magnitude)
-        return key if value > 0 else -key
 
 
 @dataclass(slots=True)
@@ -272,20 +242,6 @@ def _build_graph(canonical: tuple[CanonicalModel, CanonicalModel], keys: _Numeri
                 neighbours[offset + col].append((node, label))
         sizes.append(len(colours) - offset)
     return _Graph(colours, neighbours, open_rows, (sizes[0], sizes[1]))
-
-
-def _orientation(lower: int, upper: int) -> tuple[int, int, int]:
-    """Orientation (+1 keep, -1 negate, 0 open) and the oriented side keys of a row."""
-    if upper == _INFINITE_KEY:
-        return 1, lower, upper
-    if lower == -_INFINITE_KEY:
-        return -1, -upper, _INFINITE_KEY
-    midpoint = lower + upper
-    if midpoint > 0:
-        return 1, lower, upper
-    if midpoint < 0:
-        return -1, -upper, -lower
-    return 0, lower, upper
 
 
 def _refine(graph: _Graph) -> list[int]:

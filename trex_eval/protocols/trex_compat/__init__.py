@@ -87,6 +87,10 @@ class TrexCompatProtocol(Protocol):
         rewritten = orgeval_rewrite(code, data_path=path, lp_path=lp_name(problem))
         return Job(code=rewritten, files={path: instance or ""}, expect="any")
 
+    def prompt_working_directory(self, benchmark: Benchmark) -> str | None:
+        # Byte-exact upstream prompts: the reference harness writes the absolute data folder here.
+        return str(benchmark.root)
+
     def structure_source(self, problem: Problem, execution: Execution) -> ModelSource | str:
         wanted = lp_name(problem)
         written = next((f for f in execution.written_files if f.name == wanted), None)

@@ -229,6 +229,7 @@ class LinearModelBuilder:
         self.n_quadratic_constraints = 0
         self.n_general_constraints = 0
         self.n_sos = 0
+        self.q_constraints: list[dict[str, Any]] = []
 
     def bound(self, value: object, default: float) -> float:
         """A bound as a float, with the library's infinity (or None) mapped to +/-inf."""
@@ -279,6 +280,34 @@ class LinearModelBuilder:
         else:
             raise CaptureError(f"matrix not captured: unknown row sense {sense!r}")
 
+    def add_quadratic_row(
+        self,
+        *,
+        sense: str,
+        rhs: float,
+        linear: list[tuple[int, float]],
+        quadratic: list[tuple[int, int, float]],
+    ) -> None:
+        """A quadratic constraint ``linear + quadratic <sense> rhs`` (sense as in :meth:`add_sense_row`)."""
+        bound = self.bound(rhs, INF)
+        if sense in ("<", "<=", "L"):
+            lower, upper = -INF, bound
+        elif sense in (">", ">=", "G"):
+            lower, upper = bound, INF
+        elif sense in ("=", "==", "E"):
+            lower, upper = bound, bound
+        else:
+            raise CaptureError(f"matrix not captured: unknown quadratic row sense {sense!r}")
+        self.q_constraints.append(
+            {
+                "lower": lower,
+                "upper": upper,
+                "linear": [(int(col), float(value)) for col, value in linear],
+                "quadratic": [(int(i), int(j), float(value)) for i, j, value in quadratic],
+            }
+        )
+        self.n_quadratic_constraints = len(self.q_constraints)
+
     def build(self) -> dict[str, Any]:
         """The model as a JSON-ready dict with exactly the ``LinearModel`` fields."""
         return {
@@ -299,6 +328,7 @@ class LinearModelBuilder:
             "n_quadratic_constraints": self.n_quadratic_constraints,
             "n_general_constraints": self.n_general_constraints,
             "n_sos": self.n_sos,
+            "q_constraints": self.q_constraints,
         }
 
 

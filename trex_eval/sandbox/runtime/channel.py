@@ -47,10 +47,24 @@ class ResultChannel:
         except (OSError, ValueError, TypeError, RecursionError):
             pass
 
-    def read_all(self) -> str:
-        """Everything written so far (at most ``MAX_CHANNEL_BYTES``), for the worker."""
-        size = min(os.fstat(self.fd).st_size, MAX_CHANNEL_BYTES)
-        return os.pread(self.fd, size, 0).decode("utf-8", "replace")
+    def read_all(self, limit_bytes: int = MAX_CHANNEL_BYTES) -> tuple[str, int]:
+        """Everything written so far, for the worker, and the number of bytes left out.
+
+        At most ``limit_bytes`` (capped at ``MAX_CHANNEL_BYTES``) are returned: over that, the
+        first and the last half of the limit, each cut at a record boundary, so the start record,
+        the first solves, the last solves and the end record survive and the harness never reads
+        more than the record budget needs.
+        """
+        size = os.fstat(self.fd).st_size
+        limit = min(limit_bytes, MAX_CHANNEL_BYTES)
+        if size <= limit:
+            return os.pread(self.fd, size, 0).decode("utf-8", "replace"), 0
+        half = limit // 2
+        head = os.pread(self.fd, half, 0)
+        head = head[: head.rfind(b"\n") + 1]
+        tail = os.pread(self.fd, half, size - half)
+        tail = tail[tail.find(b"\n") + 1 :]
+        return (head + tail).decode("utf-8", "replace"), size - len(head) - len(tail)
 
     def close(self) -> None:
         os.close(self.fd)

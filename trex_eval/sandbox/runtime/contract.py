@@ -33,6 +33,9 @@ class WorkerConfig(NamedTuple):
         warmable: modules the worker imports itself once ``warm_after`` of its jobs' programs
             imported them, so that later forks get them already imported (see ``hooks.WARM_FIRST``).
         warm_after: number of jobs importing a module before the worker warms it.
+        tmpfs_mib: MiB of size-capped private tmpfs every job can fill (``/tmp`` + ``/dev/shm``
+            under bubblewrap; 0 elsewhere): taken off each job's address-space allowance, since
+            tmpfs is memory (see ``SandboxLimits.memory_mib``).
     """
 
     preload: tuple[str, ...]
@@ -46,6 +49,7 @@ class WorkerConfig(NamedTuple):
     job_env: dict[str, str] | None = None
     warmable: tuple[str, ...] = ()
     warm_after: int = 2
+    tmpfs_mib: int = 0
 
     def to_json(self) -> str:
         return json.dumps(self._asdict())

@@ -147,7 +147,7 @@ class Server:
                 env={**(self.config.job_env or {}), "HOME": workdir, "TMPDIR": tmpdir, "PWD": workdir},
                 cpu_s=float(limits["cpu_s"]),
                 # Read here, not in the job: the first /proc read after a fork costs ~0.3 ms.
-                address_space_bytes=_address_space_bytes() + (int(limits["memory_mib"]) << 20),
+                address_space_bytes=_address_space_bytes() + (self._allowance_mib(limits) << 20),
                 file_size_mib=int(limits["file_size_mib"]),
                 nofile=1024,
                 nproc_limit=(
@@ -167,6 +167,8 @@ class Server:
                 sweep_descendants()
             stdout, stdout_bytes = _read_tail(stdout_fd, int(limits["output_bytes"]))
             stderr, stderr_bytes = _read_tail(stderr_fd, int(limits["output_bytes"]))
+            # Twice the record budget: the harness keeps at most half of it for solves.
+            channel_text, channel_dropped = channel.read_all(2 * int(limits.get("record_mib", 16)) << 20)
             files, dropped = workdir_files.collect_files(
                 workdir,
                 request["collect"],
@@ -187,7 +189,8 @@ class Server:
                 "stdout_bytes": stdout_bytes,
                 "stderr": stderr,
                 "stderr_bytes": stderr_bytes,
-                "channel": channel.read_all(),
+                "channel": channel_text,
+                "channel_dropped": channel_dropped,
                 "files": files,
                 "files_dropped": dropped,
                 "workdir": workdir,
@@ -202,6 +205,12 @@ class Server:
                 problems = [f"{type(error).__name__}: {error}"]
             if problems:
                 self.retire = f"could not clean the job's directories: {'; '.join(problems)}"[:1000]
+
+    def _allowance_mib(self, limits: dict[str, Any]) -> int:
+        """Address space a job may add: its ``memory_mib`` less the private tmpfs it can fill.
+        ``SandboxLimits`` guarantees 256 MiB are left when the job's limits carry the pool's
+        ``disk_mib``; a job given a smaller ``memory_mib`` than the workers' tmpfs still gets 256."""
+        return max(int(limits["memory_mib"]) - self.config.tmpfs_mib, 256)
 
     def _fork(self, plan: child.JobPlan) -> int:
         namespace_fd = self.confinement.pid_namespace_fd

@@ -33,8 +33,12 @@ _STATUS = {
     8: ("TIMEOUT", c.TIME_LIMIT),
     9: ("UNFINISHED", c.ERROR),
     10: ("INTERRUPTED", c.INTERRUPTED),
+    11: ("ITERLIMIT", c.INTERRUPTED),
+    # COPT 8's non-convex solver: a local optimum is a solution, not a proof of optimality.
+    20: ("LOCAL_OPTIMAL", c.FEASIBLE),
+    21: ("LOCAL_INFEASIBLE", c.UNKNOWN),
 }
-_HAS_SOLUTION = (c.OPTIMAL, c.SUBOPTIMAL, c.TIME_LIMIT, c.INTERRUPTED)
+_HAS_SOLUTION = (c.OPTIMAL, c.SUBOPTIMAL, c.TIME_LIMIT, c.INTERRUPTED, c.FEASIBLE)
 
 
 def status_of(model: Any) -> tuple[str, str]:

@@ -4,7 +4,8 @@ Wraps ``Model.optimize`` (forces ``Threads=1``, records status, objective and th
 after the solve) and ``Model.write`` (records the path). ``Model.__init__`` is wrapped only to
 notice licence failures a program might catch and hide. The matrix is read through the public
 API subset gurobipy_highs implements too: ``getVars``, ``getConstrs``, ``getRow``,
-``getObjective``, variable/constraint attributes and model counts.
+``getObjective``, variable/constraint attributes and model counts; quadratic constraints
+(``getQConstrs``, ``getQCRow``) are read only when the model has some.
 """
 
 from __future__ import annotations
@@ -99,6 +100,19 @@ def capture_matrix(model: Any) -> dict[str, Any]:
             builder.q_obj.append(
                 (position(objective.getVar1(i)), position(objective.getVar2(i)), float(objective.getCoeff(i)))
             )
+    for qconstr in model.getQConstrs() if int(model.NumQConstrs) else ():
+        expr = model.getQCRow(qconstr)
+        linear = expr.getLinExpr()
+        builder.add_quadratic_row(
+            sense=str(qconstr.QCSense),
+            rhs=float(qconstr.QCRHS),
+            linear=[(position(linear.getVar(i)), linear.getCoeff(i)) for i in range(linear.size())],
+            quadratic=[
+                (position(expr.getVar1(i)), position(expr.getVar2(i)), float(expr.getCoeff(i)))
+                for i in range(expr.size())
+            ],
+        )
+    # Counted after reading them: a count above the list read tells the harness some are missing.
     builder.n_quadratic_constraints = int(model.NumQConstrs)
     builder.n_general_constraints = int(model.NumGenConstrs)
     builder.n_sos = int(model.NumSOS)

@@ -34,6 +34,11 @@ _STATUS = {
     "maxTimeLimit": c.TIME_LIMIT,
     "maxIterations": c.INTERRUPTED,
     "maxEvaluations": c.INTERRUPTED,
+    "minFunctionValue": c.INTERRUPTED,
+    "minStepLength": c.INTERRUPTED,
+    "noSolution": c.INTERRUPTED,
+    # A MIP stopped at a relaxation point: no integer solution to report.
+    "intermediateNonInteger": c.UNKNOWN,
     "userInterrupt": c.INTERRUPTED,
     "resourceInterrupt": c.INTERRUPTED,
     "licensingProblems": c.ERROR,

@@ -34,6 +34,8 @@ _STATUS = {
     "sollimit": c.INTERRUPTED,
     "bestsollimit": c.INTERRUPTED,
     "restartlimit": c.INTERRUPTED,
+    "primallimit": c.INTERRUPTED,
+    "duallimit": c.INTERRUPTED,
     "memlimit": c.INTERRUPTED,
     "userinterrupt": c.INTERRUPTED,
     "terminate": c.INTERRUPTED,
