@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import shlex
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -73,6 +74,27 @@ def split_options(
     client_spec = spec.model_copy(update={"options": client_options})
     parse_options(client_spec, strict=True)
     return options, client_spec
+
+
+def extra_server_args(
+    text: str | None, *, owned: frozenset[str], backend: str, hint: str | None = None
+) -> list[str]:
+    """The ``extra_args`` option of a managed server, split as a shell would.
+
+    Raises:
+        ConfigError: not valid shell quoting, or it sets a flag in ``owned`` (the backend sets
+            those itself: host, port, served model name, ...).
+    """
+    try:
+        extra = shlex.split(text or "")
+    except ValueError as error:
+        raise ConfigError(f"option extra_args is not valid shell quoting: {error}") from None
+    taken = sorted({arg.split("=", 1)[0] for arg in extra} & owned)
+    if taken:
+        raise ConfigError(
+            f"option extra_args may not set {', '.join(taken)}: the {backend} backend owns them", hint=hint
+        )
+    return extra
 
 
 class ServedBackend(abc.ABC):

@@ -14,7 +14,6 @@ line is what the tests pin (``tests/backends/test_scale_out.py``).
 
 from __future__ import annotations
 
-import shlex
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,7 +24,7 @@ from trex_eval import config
 from trex_eval.backends import gpus as gpu_probe
 from trex_eval.backends import hub as hubs
 from trex_eval.backends.base import Backend, BackendSpec
-from trex_eval.backends.served import ServedBackend, split_options
+from trex_eval.backends.served import ServedBackend, extra_server_args, split_options
 from trex_eval.backends.server_process import LOOPBACK, ServerLaunch, free_port
 from trex_eval.errors import ConfigError
 
@@ -101,13 +100,7 @@ def launch_argv(
         value = getattr(chosen, key)
         if value is not None:
             argv += [flag, str(value)]
-    try:
-        extra = shlex.split(options.extra_args or "")
-    except ValueError as error:
-        raise ConfigError(f"option extra_args is not valid shell quoting: {error}") from None
-    owned = sorted({arg.split("=", 1)[0] for arg in extra} & _OWNED_FLAGS)
-    if owned:
-        raise ConfigError(f"option extra_args may not set {', '.join(owned)}: the sglang backend owns them")
+    extra = extra_server_args(options.extra_args, owned=_OWNED_FLAGS, backend="sglang")
     return (*argv, *extra)
 
 

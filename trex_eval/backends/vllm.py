@@ -32,7 +32,6 @@ Options (``BackendSpec.options``; see :class:`VLLMOptions`), plus the HTTP clien
 
 from __future__ import annotations
 
-import shlex
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from trex_eval import config
 from trex_eval.backends import gpus as gpu_probe
 from trex_eval.backends import hub as hubs
 from trex_eval.backends.base import Backend, BackendSpec
-from trex_eval.backends.served import ServedBackend, split_options
+from trex_eval.backends.served import ServedBackend, extra_server_args, split_options
 from trex_eval.backends.server_process import LOOPBACK, ServerLaunch, ServerProcess, free_port
 from trex_eval.errors import ConfigError
 
@@ -146,16 +145,9 @@ def serve_argv(executable: str, model: str, options: VLLMOptions, *, port: int) 
         value = getattr(options, key)
         if value is not None:
             argv += [flag, str(value)]
-    try:
-        extra = shlex.split(options.extra_args or "")
-    except ValueError as error:
-        raise ConfigError(f"option extra_args is not valid shell quoting: {error}") from None
-    owned = sorted({arg.split("=", 1)[0] for arg in extra} & _OWNED_FLAGS)
-    if owned:
-        raise ConfigError(
-            f"option extra_args may not set {', '.join(owned)}: the vllm backend owns them",
-            hint="use option port to choose the port",
-        )
+    extra = extra_server_args(
+        options.extra_args, owned=_OWNED_FLAGS, backend="vllm", hint="use option port to choose the port"
+    )
     return (*argv, *extra)
 
 
