@@ -16,6 +16,8 @@ from cli_process import trex_eval
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
 COPTPY_TEXT = "response.choices.0.message.content"
+COPTPY_FIELDS = ("--id-field", "task_id", "--text-field", COPTPY_TEXT)
+"""Where the example's coptpy completions file keeps the problem id and the answer text."""
 
 # The library each recorded solution in problems.jsonl solves with (field solution_library), as
 # the sandbox hooks name it.
@@ -168,10 +170,7 @@ def test_coptpy_completions_under_strict_and_orlm(tmp_path: Path, data_dir: Path
         str(EXAMPLE / "completions-coptpy.jsonl"),
         "--benchmark",
         "or-word-problems",
-        "--id-field",
-        "task_id",
-        "--text-field",
-        COPTPY_TEXT,
+        *COPTPY_FIELDS,
         "--out",
         str(strict_dir),
         cwd=tmp_path,
@@ -236,14 +235,7 @@ def test_partial_completions_are_counted_honestly(tmp_path: Path, data_dir: Path
     stranger = json.dumps({"task_id": "no-such-problem", "response": json.loads(lines[0])["response"]})
     partial = tmp_path / "partial.jsonl"
     partial.write_text("\n".join([*lines[:3], lines[0], stranger]) + "\n")
-    args = (
-        "--benchmark",
-        str(EXAMPLE / "benchmark.yaml"),
-        "--id-field",
-        "task_id",
-        "--text-field",
-        COPTPY_TEXT,
-    )
+    args = ("--benchmark", str(EXAMPLE / "benchmark.yaml"), *COPTPY_FIELDS)
     present = _cli(
         "grade",
         "--completions",
@@ -286,14 +278,7 @@ def test_several_rules_reuse_the_stored_executions(tmp_path: Path, data_dir: Pat
     """Issue 16: `grade RUN --rule orlm --rule strict` runs no program: one directory, a run per
     rule, the hand-checked verdicts of each; a protocol change says the programs run again."""
     first = tmp_path / "first"
-    args = (
-        "--benchmark",
-        str(EXAMPLE / "benchmark.yaml"),
-        "--id-field",
-        "task_id",
-        "--text-field",
-        COPTPY_TEXT,
-    )
+    args = ("--benchmark", str(EXAMPLE / "benchmark.yaml"), *COPTPY_FIELDS)
     _cli(
         "grade",
         "--completions",
