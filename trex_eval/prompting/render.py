@@ -43,9 +43,11 @@ the prompt asks for ``data.json`` in the working directory."""
 def portable_working_directory(benchmark: Benchmark) -> str:
     """The benchmark's folder under :data:`PORTABLE_DATA_ROOT`: ``/trex-eval/data/data/bench4opt_feasible``
     for B4O-Feasible, whatever the local data directory is."""
-    root = Path(benchmark.root)
-    if benchmark.data_root is not None and root.is_relative_to(benchmark.data_root):
-        return f"{PORTABLE_DATA_ROOT}/{root.relative_to(benchmark.data_root).as_posix()}"
+    # Resolved: a data directory reached through a symlink (../shared) names the same folders.
+    root = Path(benchmark.root).resolve()
+    data_root = None if benchmark.data_root is None else Path(benchmark.data_root).resolve()
+    if data_root is not None and root.is_relative_to(data_root):
+        return f"{PORTABLE_DATA_ROOT}/{root.relative_to(data_root).as_posix()}"
     return f"{PORTABLE_DATA_ROOT}/{benchmark.name}"
 
 
