@@ -11,15 +11,24 @@ A busy shared machine distorts wall-clock rates, so two more columns help read t
 one pooled program costs in total (harness + worker + the program's own processes, from the
 kernel's accounting) with the rate that implies on idle cores, and the ceiling at this moment: a
 bare fork server (the library under test pre-imported, fork + exec + exit per program, no sandbox, no
-hooks, no records).
+hooks, no records). The pool and the bare fork server are measured in alternating rounds
+(``--rounds``), so that both see the same load; ``pool/bare`` is the median of the rounds' ratios.
+
+``--against TREE`` measures a second version of the harness in the same run, alternating with
+this one round by round: a folder holding another ``trex_eval`` package (e.g. made by
+``git archive HEAD trex_eval | tar -x -C /tmp/before``), imported first in a helper process
+that keeps its own pool warm between rounds.
 
     python scripts/bench_sandbox.py [--programs 200] [--fresh-programs 24] [--workers 2]
+        [--rounds 3] [--no-verify] [--against TREE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -108,8 +117,7 @@ def rate(count: int, lanes: int, task: Callable[[int], None]) -> float:
     return count / (time.perf_counter() - started)
 
 
-def pool_rate(pool: SandboxPool, code: str, count: int) -> tuple[float, float]:
-    """Programs per second through ``pool``, and CPU milliseconds per program."""
+def _checked_runner(pool: SandboxPool, code: str) -> Callable[[int], None]:
     job = Job(code=code)
 
     def one(_: int) -> None:
@@ -124,9 +132,19 @@ def pool_rate(pool: SandboxPool, code: str, count: int) -> tuple[float, float]:
                 f"pool run failed: {execution.status.value} {execution.detail} {execution.stderr_tail}"
             )
 
-    # Workers import a library once two of their programs used it (DEFAULT_WARMABLE): warm them.
+    return one
+
+
+def warm_pool(pool: SandboxPool, code: str) -> None:
+    """Workers import a library once two of their programs used it (DEFAULT_WARMABLE): warm them."""
+    one = _checked_runner(pool, code)
     for index in range(4 * pool.workers):
         one(index)
+
+
+def pool_rate(pool: SandboxPool, code: str, count: int) -> tuple[float, float]:
+    """Programs per second through a warmed ``pool``, and CPU milliseconds per program."""
+    one = _checked_runner(pool, code)
     cpu_before = process_tree_cpu_s()
     programs_per_s = rate(count, pool.workers, one)
     return programs_per_s, (process_tree_cpu_s() - cpu_before) / count * 1000
@@ -180,6 +198,55 @@ def bare_fork_rate(code: str, count: int, lanes: int, preload: tuple[str, ...]) 
         return lanes * (count // lanes) / (timings[1] - timings[0])
 
 
+class OtherTree:
+    """A helper process running this script's ``--serve`` mode with ``trex_eval`` imported from
+    another folder: one warm pool per library, measured on request."""
+
+    def __init__(self, tree: str, name: str, *, workers: int, verify: bool) -> None:
+        environment = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+        command = [sys.executable, __file__, "--serve", name, "--workers", str(workers)]
+        self.process = subprocess.Popen(
+            [*command, *([] if verify else ["--no-verify"])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        self.source = str(self._answer()["trex_eval"])
+
+    def _answer(self) -> dict[str, object]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"the --against helper failed (exit {self.process.wait()})")
+        found: dict[str, object] = json.loads(line)
+        return found
+
+    def rate(self, count: int) -> tuple[float, float]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{count}\n")
+        self.process.stdin.flush()
+        found = self._answer()
+        return float(found["rate"]), float(found["cpu_ms"])  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def serve(name: str, *, workers: int, verify: bool) -> None:
+    """``--serve``: a warm pool for ``name``; each line on stdin is a count to measure."""
+    import trex_eval
+
+    with SandboxPool(workers=workers, verify=verify) as pool:
+        warm_pool(pool, PROGRAMS[name])
+        print(json.dumps({"trex_eval": os.path.dirname(trex_eval.__file__)}), flush=True)
+        for line in sys.stdin:
+            programs_per_s, cpu_ms = pool_rate(pool, PROGRAMS[name], int(line))
+            print(json.dumps({"rate": programs_per_s, "cpu_ms": cpu_ms}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -188,33 +255,82 @@ def main() -> None:
     parser.add_argument("--fresh-programs", type=int, default=24, help="programs per library, fresh python")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="pool workers = lanes")
     parser.add_argument("--no-verify", action="store_true", help="skip the HiGHS re-solve in the harness")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating pool / bare fork rounds")
+    parser.add_argument("--against", metavar="TREE", help="also measure the trex_eval package in TREE")
+    parser.add_argument("--only", choices=sorted(PROGRAMS), action="append", help="measure only these")
+    parser.add_argument("--serve", choices=sorted(PROGRAMS), help=argparse.SUPPRESS)
     options = parser.parse_args()
+    verify = not options.no_verify
+    if options.serve:
+        serve(options.serve, workers=options.workers, verify=verify)
+        return
 
     rows = []
+    chunk = max(options.workers, options.programs // options.rounds)
+    against_source = None
     for name, code in PROGRAMS.items():
+        if options.only and name not in options.only:
+            continue
+        other = (
+            OtherTree(options.against, name, workers=options.workers, verify=verify)
+            if options.against
+            else None
+        )
         # A fresh pool per library: a warmed worker holds what its workload uses, as in a run.
-        with SandboxPool(workers=options.workers, verify=not options.no_verify) as pool:
-            pooled, cpu_ms = pool_rate(pool, code, options.programs)
+        with SandboxPool(workers=options.workers, verify=verify) as pool:
+            warm_pool(pool, code)
+            pooled, cpu, bare, ratios, before, before_cpu = [], [], [], [], [], []
+            for _ in range(options.rounds):
+                bare.append(bare_fork_rate(code, chunk, options.workers, LIBRARY[name]))
+                if other is not None:
+                    measured, cpu_ms = other.rate(chunk)
+                    before.append(measured)
+                    before_cpu.append(cpu_ms)
+                measured, cpu_ms = pool_rate(pool, code, chunk)
+                pooled.append(measured)
+                cpu.append(cpu_ms)
+                ratios.append(measured / bare[-1])
             fresh = fresh_rate(code, options.fresh_programs, options.workers)
-            bare = bare_fork_rate(code, options.programs, options.workers, LIBRARY[name])
-            rows.append((name, pooled, cpu_ms, fresh, bare))
             isolation = pool.isolation
+        if other is not None:
+            against_source = other.source
+            other.close()
+        rows.append(
+            (
+                name,
+                statistics.median(pooled),
+                statistics.median(cpu),
+                fresh,
+                statistics.median(bare),
+                statistics.median(ratios),
+                (statistics.median(before), statistics.median(before_cpu)) if before else None,
+                [round(value, 1) for value in pooled],
+                [round(value, 1) for value in bare],
+            )
+        )
 
     load = os.getloadavg()[0]
     print(
         f"isolation: {isolation}   lanes: {options.workers}   cores: {os.cpu_count()}   "
-        f"verification: {'off' if options.no_verify else 'on'}   load average at end: {load:.1f}"
+        f"verification: {'on' if verify else 'off'}   rounds: {options.rounds} x {chunk} programs   "
+        f"load average at end: {load:.1f}"
     )
+    if against_source:
+        print(f"'before' columns: trex_eval from {against_source}")
     cores = os.cpu_count() or 1
     print(
         f"{'program':<18} {'pool /s':>8} {'fresh python /s':>16} {'speed-up':>9} {'CPU ms/program':>15} "
-        f"{'idle-core estimate /s':>22} {'bare fork /s':>13}"
+        f"{'idle-core estimate /s':>22} {'bare fork /s':>13} {'pool/bare':>10}"
+        + (f" {'before /s':>10} {'before CPU ms':>14}" if against_source else "")
     )
-    for name, pooled, cpu_ms, fresh, bare in rows:
-        print(
+    for name, pooled, cpu_ms, fresh, bare, ratio, before_pair, pool_rounds, bare_rounds in rows:
+        line = (
             f"{name:<18} {pooled:>8.1f} {fresh:>16.1f} {pooled / fresh:>8.1f}x {cpu_ms:>15.1f} "
-            f"{cores * 1000 / cpu_ms:>22.0f} {bare:>13.1f}"
+            f"{cores * 1000 / cpu_ms:>22.0f} {bare:>13.1f} {ratio:>9.0%}"
         )
+        if before_pair is not None:
+            line += f" {before_pair[0]:>10.1f} {before_pair[1]:>14.1f}"
+        print(line + f"   rounds: pool {pool_rounds} bare {bare_rounds}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The field's benchmarks (issue 15) on their real files in ../shared/benchmarks/<owner>+<repo>/:
 row counts, pinned sha256, each kind of label, a rendered prompt, suites, and `benchmarks diff`
-against SIRL's own change log (Cardinal-Operations/SIRL test_data/README.md)."""
+(the MAMO ones against SIRL's change log: tests/benchmarks/test_benchmarks_diff_cli.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from trex_eval.benchmarks import load_benchmark, load_spec, shipped_spec_paths
 from trex_eval.benchmarks.data import load_sources, source_dir, sources_root, verify_sources
-from trex_eval.benchmarks.diff import diff, render
+from trex_eval.benchmarks.diff import diff
 from trex_eval.benchmarks.spec import SourceSpec
 from trex_eval.benchmarks.suites import expand, suites
 from trex_eval.files import sha256_file
@@ -160,49 +160,7 @@ def test_suites() -> None:
     assert expand(("nl4opt", "sirl", "nl4opt-245")) == ("nl4opt", *found["sirl"])
 
 
-# SIRL test_data/README.md, 0-based row positions of the original files.
-_COMPLEX_REMOVED = [145, 146, 148, 149, 150, 159, 170, 172]
-_COMPLEX_REVISED = [163, 169]
-_COMPLEX_CORRECTED = [*range(59, 63), *range(64, 67), *range(68, 73), *range(74, 83), 84, 85, *range(87, 99)]
-_COMPLEX_CORRECTED += [177, 183, 185, 186, 196, 198, 199, 200]
-_EASY_REMOVED = [40, 43, 150, 157, 204, 238, 265, 268, 562, 650]
-_EASY_REVISED = [172, 178, 236, 364, 405, 414, 505, 613]
-_EASY_CORRECTED = [2, 34, 35, 71, 98, 99, 111, 114, 129, 131, 149, 155, 160, 162, 166, 172, 173, 178, 203]
-_EASY_CORRECTED += [222, 250, 252, 254, 257, 266, 267, 273, 275, 289, 307, 313, 321, 322, 323, 335, 345]
-_EASY_CORRECTED += [358, 364, 392, 398, 414, 434, 435, 436, 453, 471, 479, 480, 485, 505, 514, 550, 556]
-_EASY_CORRECTED += [561, 571, 582, 585, 598, 604, 605, 606, 608, 613, 615, 621, 630, 636, 638, 642, 648]
-
-
-def test_diff_of_mamo_complexlp_agrees_with_sirls_change_log(data_dir: Path) -> None:
-    result = diff(
-        load_benchmark("mamo-complexlp", data_dir=data_dir),
-        load_benchmark("mamo-complexlp@sirl-fixed", data_dir=data_dir),
-    )
-    assert len(_COMPLEX_CORRECTED) == 43
-    assert [p.index for p in result.removed] == _COMPLEX_REMOVED and not result.added
-    assert [p.a.index for p in result.reworded] == _COMPLEX_REVISED
-    # Every corrected answer is relabelled, and so are the two revised questions (new answers).
-    assert [p.a.index for p in result.relabelled] == sorted(_COMPLEX_CORRECTED + _COMPLEX_REVISED)
-    assert result.counts()["unchanged"] == 211 - 8 - 45
-    assert "| 211 | 203 | 203 | 158 | 2 | 45 | 8 | 0 |" in render(result)
-
-
-def test_diff_of_mamo_easylp_agrees_with_sirls_change_log_but_for_documented_rows(data_dir: Path) -> None:
-    result = diff(
-        load_benchmark("mamo-easylp", data_dir=data_dir),
-        load_benchmark("mamo-easylp@sirl-fixed", data_dir=data_dir),
-    )
-    assert len(_EASY_CORRECTED) == 70
-    removed = [p.index for p in result.removed]
-    # Row 2 was rewritten beyond recognition and moved to the end (its new label is the logged 20).
-    assert removed == sorted([*_EASY_REMOVED, 2])
-    assert [(p.index, p.reference.label) for p in result.added] == [(638, "20")]  # type: ignore[union-attr]
-    reworded = {p.a.index for p in result.reworded}
-    assert set(_EASY_REVISED) <= reworded
-    assert reworded - set(_EASY_REVISED) == {222, 435, 598, 605, 606, 630, 638}  # notes: unlogged edits
-    relabelled = {p.a.index for p in result.relabelled}
-    assert relabelled - set(_EASY_CORRECTED) == {13, 50, 68, 221}  # notes: unlogged relabels
-    assert set(_EASY_CORRECTED) - relabelled == {2, 35}  # 2: see above; 35: logged, not applied
+# The MAMO diffs against SIRL's change log: tests/benchmarks/test_benchmarks_diff_cli.py.
 
 
 def test_diff_matches_by_text_when_ids_name_other_problems(data_dir: Path) -> None:

@@ -160,16 +160,16 @@ class SandboxLimits(Record):
         cpu_s: CPU seconds per process (``RLIMIT_CPU``, rounded up to whole seconds; default 60).
             On breach the kernel kills the process with SIGKILL: ``timeout``.
         memory_mib: memory the program may add on top of the warm worker's (default 2048). Under
-            bubblewrap this includes its private ``/tmp`` and ``/dev/shm``, which are tmpfs (RAM):
+            bubblewrap and unshare this includes its private ``/tmp`` and ``/dev/shm``, tmpfs (RAM):
             ``RLIMIT_AS`` = the worker's size at fork + ``memory_mib - disk_mib - SHM_MIB``, so
             address space plus everything the job can store stays under ``memory_mib``; at the
-            weaker levels (no private tmpfs) ``RLIMIT_AS`` = size at fork + ``memory_mib``. Must
+            rlimits level (no private tmpfs) ``RLIMIT_AS`` = size at fork + ``memory_mib``. Must
             leave at least 256 MiB of address space beside ``disk_mib + SHM_MIB`` (a
             ``ValidationError`` otherwise). On breach allocations fail, which Python raises as
             ``MemoryError``: ``memory_limit``; a full tmpfs fails writes with ENOSPC. Keep the
             address space >= 1024 MiB: some BLAS builds hang at start-up below ~512 MiB.
         file_size_mib: largest file the program may write, its output included (``RLIMIT_FSIZE``;
-            default 64). On breach the write fails with EFBIG: ``output_limit``.
+            default 64; never above ``disk_mib``). On breach the write fails with EFBIG: ``output_limit``.
         max_processes: processes the program may have at once, itself included (default 64).
             Enforced by ``RLIMIT_NPROC`` in a user namespace or under a dedicated uid, else by
             polling; on breach ``fork`` fails with EAGAIN (the program usually dies of it:
@@ -177,9 +177,10 @@ class SandboxLimits(Record):
         output_bytes: stdout + stderr bytes kept and allowed (default 1,000,000). On breach the
             program is killed: ``output_limit``.
         tail_chars: characters of stdout and of stderr kept in the record (default 4000).
-        disk_mib: size of the private ``/tmp`` (working directory included) under bubblewrap
-            (default 512; other isolation levels have no disk quota). On breach writes fail with
-            ENOSPC: ``output_limit``.
+        disk_mib: size of the private ``/tmp`` (working directory included) under bubblewrap and
+            unshare (default 512; at rlimits, free space a job may take from the host's ``/tmp``,
+            ``/dev/shm`` and ``/var/tmp`` before it is killed). On breach writes fail with
+            ENOSPC (or the job is killed): ``output_limit``.
         record_mib: largest stored record of one run (default 16): collected model files beyond
             their share are dropped (the last one written is kept), solves beyond the first and
             last few are dropped, and matrices too large for the budget are left out (their solve
@@ -497,8 +498,35 @@ class Grade(Record):
         return self.verdict is Verdict.CORRECT
 
 
+class RepairRound(Record):
+    """One repair round of a sample (``trex-eval run --repair N``): the feedback the harness sent
+    after round ``round - 1`` and what the model answered to it, extracted, run and graded.
+
+    ``round`` counts from 1 (round 0 is the sample's own ``completion`` ... ``grade``);
+    ``failure`` names the outcome of the previous round that was fed back (a
+    :data:`trex_eval.run.repair.FailureKind`: ``syntax_error``, ``no_solve``, ``infeasible``, ...);
+    ``feedback`` is the user message sent, exactly as rendered from ``prompts/repair.j2``. The
+    conversation of round ``k`` is the sample's prompt followed, for each round ``j < k``, by the
+    answer of round ``j`` (assistant) and the feedback of round ``j + 1`` (user).
+    """
+
+    round: int = Field(ge=1)
+    failure: str
+    feedback: str
+    completion: Completion
+    program: Program
+    execution: Execution
+    grade: Grade
+
+
 class SampleRecord(Record):
-    """One (problem, sample) pair end to end: what a run directory stores per line."""
+    """One (problem, sample) pair end to end: what a run directory stores per line.
+
+    ``completion`` ... ``grade`` are round 0, the zero-shot answer: every pass@1 (and every score
+    of a run without repair) reads ``grade``. ``rounds`` holds the repair rounds in order (empty
+    without ``--repair``, or when round 0 needed none); the sample's verdict after round ``k`` is
+    that of its last round ``<= k`` (:meth:`grade_after`).
+    """
 
     benchmark: str
     problem_id: str
@@ -508,10 +536,17 @@ class SampleRecord(Record):
     program: Program
     execution: Execution
     grade: Grade
+    rounds: tuple[RepairRound, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.benchmark, self.problem_id, self.sample_index)
+
+    def grade_after(self, round_index: int) -> Grade:
+        """The sample's grade once round ``round_index`` is done: its last round up to that one
+        (round 0's grade for ``0``; the final round's for any index past the last)."""
+        taken = [r.grade for r in self.rounds if r.round <= round_index]
+        return taken[-1] if taken else self.grade
 
 
 def finite_or_none(value: float | None) -> float | None:

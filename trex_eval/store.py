@@ -23,7 +23,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -51,13 +51,22 @@ SUMMARY_MD = "summary.md"
 
 SampleKey = tuple[str, str, int]
 
+RepairFeedbackMode = Literal["execution", "objective-differs"]
+"""What repair feedback may tell the model (see :attr:`RunSettings.repair_feedback`)."""
+
 
 class CompletionLine(Record):
-    """A generated completion with the prompt that produced it (``completions.jsonl``)."""
+    """A generated completion with the prompt that produced it (``completions.jsonl``).
+
+    ``round`` is the repair round it answers (0: the sample's first answer; ``k >= 1``: the
+    answer to the ``k``-th feedback message, whose whole conversation is ``prompt.messages``).
+    One sample's rounds share its :attr:`key`; readers tell them apart by ``round``.
+    """
 
     benchmark: str
     prompt: Prompt
     completion: Completion
+    round: int = Field(default=0, ge=0)
 
     @property
     def key(self) -> SampleKey:
@@ -128,6 +137,14 @@ class RunSettings(Record):
     replay_sha256: str | None = None
     """sha256 of the replayed completions file (``replay`` backend), so that a changed file never
     resumes into a run graded from the old one; ``None`` for other backends."""
+    repair: int = Field(default=0, ge=0)
+    """Repair rounds after the first answer (``run --repair N``; 0 = zero-shot)."""
+    repair_feedback: RepairFeedbackMode = "execution"
+    """What the repair feedback may say: ``execution`` (only what the program did) or
+    ``objective-differs`` (also that a wrong answer differs from the expected one, never by how
+    much: a study of label feedback, recorded as such)."""
+    repair_template_sha256: str | None = None
+    """sha256 of ``prompts/repair.j2`` when ``repair > 0`` (``None`` otherwise)."""
 
     @field_validator("gurobi", mode="before")
     @classmethod

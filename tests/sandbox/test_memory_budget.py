@@ -1,5 +1,6 @@
-"""Under bubblewrap the jobs' private /tmp and /dev/shm are tmpfs, which is memory: they count against
-``memory_mib`` (issue 13), so address space plus everything a job can store stays under the limit."""
+"""Under bubblewrap and unshare the jobs' private /tmp and /dev/shm are tmpfs, which is memory: they
+count against ``memory_mib`` (issue 13), so address space plus everything a job can store stays
+under the limit."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ print("OUTCOME " + json.dumps(found))
 
 
 def _outcome(pool: SandboxPool, *, fill: bool) -> dict[str, object]:
-    # Only the bubblewrap level has private tmpfs: elsewhere /tmp and /dev/shm are the host's.
+    # Only bwrap and unshare have private tmpfs: at rlimits /tmp and /dev/shm are the host's.
     folders = ("/tmp", "/dev/shm") if fill else ()
     execution = pool.run(Job(code=f"FOLDERS = {folders!r}\n" + PROBE, expect="any"))
     assert execution.status is ExecStatus.OK, (execution.detail, execution.stderr_tail)
@@ -48,10 +49,11 @@ def _outcome(pool: SandboxPool, *, fill: bool) -> dict[str, object]:
     return dict(json.loads(line[len("OUTCOME ") :]))
 
 
-def test_a_job_holds_no_more_than_memory_mib_in_address_space_and_tmpfs_together() -> None:
+@pytest.mark.parametrize("level", ["bwrap", "unshare"])
+def test_a_job_holds_no_more_than_memory_mib_in_address_space_and_tmpfs_together(level: str) -> None:
     limits = SandboxLimits(wall_s=60.0, memory_mib=1024, disk_mib=128)
-    with SandboxPool(limits=limits, workers=1, isolation="bwrap") as pool:
-        assert pool.isolation_report.supports_tmpfs_size
+    with SandboxPool(limits=limits, workers=1, isolation=level) as pool:  # type: ignore[arg-type]
+        assert level == "unshare" or pool.isolation_report.supports_tmpfs_size
         found = _outcome(pool, fill=True)
     tmp_mib, tmp_stop = found["/tmp"]  # type: ignore[misc]
     shm_mib, shm_stop = found["/dev/shm"]  # type: ignore[misc]
@@ -64,9 +66,9 @@ def test_a_job_holds_no_more_than_memory_mib_in_address_space_and_tmpfs_together
     assert tmp_mib + shm_mib + largest <= 1024
 
 
-def test_weaker_levels_keep_the_whole_allowance_for_address_space() -> None:
+def test_the_rlimits_level_keeps_the_whole_allowance_for_address_space() -> None:
     limits = SandboxLimits(wall_s=60.0, memory_mib=1024, disk_mib=128)
-    with SandboxPool(limits=limits, workers=1, isolation="unshare") as pool:
+    with SandboxPool(limits=limits, workers=1, isolation="rlimits") as pool:
         largest = int(_outcome(pool, fill=False)["largest_mib"])  # type: ignore[arg-type]
     assert 832 < largest <= 1024
 

@@ -21,6 +21,33 @@ from trex_eval.records import ExecStatus, SandboxLimits
 from trex_eval.sandbox import Job, SandboxPool
 from trex_eval.sandbox.runtime import syscalls
 
+ESCAPES = (
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "fsopen",
+    "open_tree",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "add_key",
+    "request_key",
+    "keyctl",
+    "open_by_handle_at",
+    "memfd_secret",
+    "io_uring_enter",
+    "kexec_load",
+    "init_module",
+    "iopl",
+)
+"""Calls a job could use to leave its limits or reach other processes (each refused)."""
+
 ALLOW = 0x7FFF0000
 EPERM = 0x00050000 | errno.EPERM
 X86_64, AARCH64 = 0xC000003E, 0xC00000B7
@@ -42,6 +69,8 @@ def _run_filter(machine: str, *, arch: int, nr: int, args: tuple[int, ...] = ())
             pc += jt if accumulator == k else jf
         elif code == 0x35:  # jge #k
             pc += jt if accumulator >= k else jf
+        elif code == 0x45:  # jset #k
+            pc += jt if accumulator & k else jf
         elif code == 0x06:  # ret #k
             return k
         else:
@@ -51,11 +80,18 @@ def _run_filter(machine: str, *, arch: int, nr: int, args: tuple[int, ...] = ())
 @pytest.mark.parametrize(("machine", "arch"), [("x86_64", X86_64), ("aarch64", AARCH64)])
 def test_the_filter_refuses_exactly_what_it_documents(machine: str, arch: int) -> None:
     column = 0 if machine == "x86_64" else 1
-    number = {name: numbers[column] for name, numbers in syscalls._NUMBERS.items()}
+    number = {name: n for name, numbers in syscalls._NUMBERS.items() if (n := numbers[column]) is not None}
     verdict = lambda nr, *args: _run_filter(machine, arch=arch, nr=nr, args=args)  # noqa: E731
 
-    for name in ("memfd_create", "shmget", "msgget", "io_uring_setup"):
-        assert verdict(number[name]) == EPERM, name
+    for name in ("memfd_create", "shmget", "msgget", "io_uring_setup", *ESCAPES):
+        if name in number:
+            assert verdict(number[name]) == EPERM, name
+    assert verdict(number["clone3"]) == 0x00050000 | errno.ENOSYS
+    thread = 0x3D0F00  # CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | ...
+    assert verdict(number["clone"], 17) == ALLOW  # fork: SIGCHLD
+    assert verdict(number["clone"], thread) == ALLOW
+    for flag in (0x20000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000):
+        assert verdict(number["clone"], flag | 17) == EPERM, hex(flag)
     assert verdict(number["socket"], socket.AF_UNIX, socket.SOCK_STREAM) == EPERM
     assert verdict(number["socket"], socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) == EPERM
     assert verdict(number["socket"], socket.AF_INET, socket.SOCK_STREAM) == ALLOW
@@ -64,12 +100,28 @@ def test_the_filter_refuses_exactly_what_it_documents(machine: str, arch: int) -
     assert verdict(number["socketpair"], socket.AF_UNIX, stream) == ALLOW
     assert verdict(number["socketpair"], socket.AF_UNIX, socket.SOCK_DGRAM) == EPERM
     assert verdict(number["socketpair"], socket.AF_UNIX, socket.SOCK_SEQPACKET) == EPERM
-    for ordinary in (0, 1, 2, 3, 9, 56, 57, 59, 60, 231, 435):  # read ... clone3: never refused
+    for ordinary in (0, 1, 2, 3, 9, 57, 59, 60, 231):  # read ... exit_group: never refused
         if ordinary not in number.values():
             assert verdict(ordinary) == ALLOW, ordinary
     assert _run_filter(machine, arch=0x40000003, nr=3) == EPERM  # i386 (AUDIT_ARCH_I386) numbers
     if machine == "x86_64":
         assert _run_filter(machine, arch=arch, nr=0x40000003) == EPERM  # x32 (bit 30 set)
+
+
+@pytest.mark.parametrize(("machine", "arch"), [("x86_64", X86_64), ("aarch64", AARCH64)])
+def test_every_other_system_call_number_is_allowed(machine: str, arch: int) -> None:
+    """The filter's binary search: each number up to 600 gets exactly its documented verdict."""
+    column = 0 if machine == "x86_64" else 1
+    refused = {n for name in syscalls._REFUSED if (n := syscalls._NUMBERS[name][column]) is not None}
+    checked = {syscalls._NUMBERS[name][column] for name in syscalls._CHECKED}
+    verdicts = {nr: _run_filter(machine, arch=arch, nr=nr) for nr in range(600)}
+
+    assert {nr for nr, verdict in verdicts.items() if verdict == EPERM} == refused
+    assert {nr for nr, verdict in verdicts.items() if verdict not in (EPERM, ALLOW)} == {
+        syscalls._NUMBERS["clone3"][column]
+    }
+    assert all(verdicts[nr] == ALLOW for nr in checked - {syscalls._NUMBERS["clone3"][column]})
+    assert len(refused) >= 40
 
 
 def test_the_encoded_program_is_the_kernel_layout() -> None:
@@ -175,3 +227,70 @@ def test_jobs_cannot_hold_memory_outside_the_limit_nor_reach_host_sockets(
     if level == "bwrap":
         assert found["visible"] == paths  # the sockets are there; the filter alone stops them
         assert found["shm_stopped"] == "ENOSPC" and found["shm_mib"] <= 64
+
+
+ATTACKS = """
+import ctypes, errno, json, os, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+N = NUMBERS
+found = {}
+def raw(name, *args):
+    result = libc.syscall(ctypes.c_long(N[name]), *[ctypes.c_long(arg) for arg in args])
+    if result == 0 and name == "clone":
+        os._exit(0)  # the clone went through: this is its child
+    found[name] = "allowed" if result >= 0 else errno.errorcode.get(ctypes.get_errno())
+    return result
+# Namespaces: a user namespace would make the job root there, free to mount a tmpfs of any size.
+raw("unshare", 0x10000000 | 0x20000)  # CLONE_NEWUSER | CLONE_NEWNS
+raw("clone", 0x10000000 | 17, 0, 0, 0, 0)
+raw("setns", 0, 0)
+raw("mount", 0, 0, 0, 0, 0)
+mounted = libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"size=1g")
+found["mount_tmpfs"] = "allowed" if mounted == 0 else errno.errorcode.get(ctypes.get_errno())
+raw("bpf", 0, 0, 0)
+raw("perf_event_open", 0, 0, -1, -1, 0)
+raw("userfaultfd", 0)
+raw("add_key", 0, 0, 0, 0, -4)
+raw("keyctl", 0, -4, 0)
+raw("open_by_handle_at", -100, 0, 0)
+raw("io_uring_enter", 0, 0, 0, 0, 0, 0)
+child = os.fork()
+if child == 0:
+    import time
+    time.sleep(30)
+    os._exit(0)
+raw("ptrace", 16, child, 0, 0)  # PTRACE_ATTACH to its own child
+buffer = ctypes.create_string_buffer(8)
+local = (ctypes.c_void_p * 2)(ctypes.addressof(buffer), 8)
+raw("process_vm_readv", child, ctypes.addressof(local), 1, ctypes.addressof(local), 1, 0)
+os.kill(child, 9)
+os.waitpid(child, 0)
+# What programs do must still work: threads, fork, subprocesses (clone3 falls back to clone).
+done = []
+worker = threading.Thread(target=lambda: done.append(1))
+worker.start(); worker.join()
+found["thread"] = done == [1]
+found["subprocess"] = subprocess.run(["/bin/echo", "hi"], capture_output=True, text=True).stdout.strip()
+print("OUTCOME " + json.dumps(found))
+"""
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare", "rlimits"])
+def test_jobs_cannot_create_namespaces_mount_or_reach_kernel_and_process_internals(level: str) -> None:
+    column = 0 if syscalls.MACHINE == "x86_64" else 1
+    numbers = {name: n for name, pair in syscalls._NUMBERS.items() if (n := pair[column]) is not None}
+    code = ATTACKS.replace("NUMBERS", repr(numbers))
+    with SandboxPool(
+        limits=SandboxLimits(wall_s=60.0), workers=1, isolation=level, highs_package=STAND_IN
+    ) as pool:  # type: ignore[arg-type]
+        execution = pool.run(Job(code=code, expect="any"))
+
+    assert execution.status is ExecStatus.OK, (execution.detail, execution.stderr_tail)
+    line = [item for item in execution.stdout_tail.splitlines() if item.startswith("OUTCOME ")][-1]
+    found = json.loads(line[len("OUTCOME ") :])
+    refused = ("unshare", "clone", "setns", "mount", "mount_tmpfs", "bpf", "perf_event_open")
+    refused += ("userfaultfd", "add_key", "keyctl", "open_by_handle_at", "io_uring_enter", "ptrace")
+    for name in (*refused, "process_vm_readv"):
+        assert found[name] == "EPERM", (name, found)
+    assert found["thread"] is True and found["subprocess"] == "hi"

@@ -23,7 +23,11 @@ class GenerationRequest(Record):
 
     ``problem`` is given so that the ``reference`` and ``replay`` backends can answer without a
     model; network backends use only ``prompt`` and ``params``. ``seed`` is the per-sample seed
-    (``params.seed + sample_index`` unless the run says otherwise).
+    (``params.seed + sample_index`` unless the run says otherwise). ``round`` is the repair round
+    asked for (``run --repair N``): 0 for a sample's first answer; from 1 on, ``prompt.messages``
+    is the whole conversation (the first prompt, then each earlier answer as an ``assistant``
+    message and the harness's feedback as a ``user`` message), which network backends send as
+    it is and the ``replay`` backend looks up by round.
     """
 
     problem: Problem
@@ -31,6 +35,7 @@ class GenerationRequest(Record):
     params: SamplingParams
     sample_index: int = 0
     seed: int | None = None
+    round: int = 0
 
 
 @runtime_checkable

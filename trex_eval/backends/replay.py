@@ -19,11 +19,18 @@ Options (``BackendSpec.options``):
 ``benchmark_field`` (default: ``benchmark`` when the file's first record has that field)
     Field holding the benchmark name; records are then matched on benchmark too (ids repeat
     across benchmarks: NL4OPT and OptiBench both have a problem ``"5"``).
+``round_field`` (default: ``round`` when the file's first record has that field)
+    Field holding the repair round a record answers (``run --repair N``; 0, or a record without
+    the field: the sample's first answer). A record of a trex-eval ``samples.jsonl`` also
+    replays its ``rounds`` (each round's ``completion`` under its ``round``).
 
 Field names may be dotted paths into nested objects, with integer steps into lists
 (``response.choices.0.message.content``). With the defaults, a trex-eval ``samples.jsonl`` from an
 earlier run replays as it is: its records carry ``benchmark``, ``problem_id``, ``sample_index``
-and a full ``completion`` object.
+and a full ``completion`` object, and so does a ``completions.jsonl`` with
+``id_field=completion.problem_id sample_field=completion.sample_index`` (its lines carry their
+round): a repair run replays round by round, each round answered by the completion recorded for
+it, whatever conversation asks for it.
 
 When a key (benchmark, id, sample) occurs on several lines, the last one wins, as in an
 append-only run file. A request with no recorded completion gets a Completion with ``error`` set
@@ -38,7 +45,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -61,6 +68,7 @@ class ReplayOptions(BaseModel):
     text_field: str = "completion"
     sample_field: str | None = None
     benchmark_field: str | None = None
+    round_field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,7 @@ class ReplayFields:
     text: str
     sample: str | None
     benchmark: str | None
+    round: str | None = None
 
 
 ReplayKey = tuple[str | None, str, int]
@@ -87,10 +96,15 @@ class ReplayIndex:
     completions: Mapping[ReplayKey, Completion]
     records: int
     skipped_torn_line: bool
+    later_rounds: Mapping[tuple[ReplayKey, int], Completion] = field(default_factory=dict)
+    """Completions of repair rounds 1, 2, ... by (key, round); ``completions`` holds round 0."""
 
-    def lookup(self, *, benchmark: str, problem_id: str, sample_index: int) -> Completion | None:
+    def lookup(
+        self, *, benchmark: str, problem_id: str, sample_index: int, round_index: int = 0
+    ) -> Completion | None:
         scope = benchmark if self.fields.benchmark is not None else None
-        return self.completions.get((scope, problem_id, sample_index))
+        key = (scope, problem_id, sample_index)
+        return self.completions.get(key) if round_index == 0 else self.later_rounds.get((key, round_index))
 
 
 def _field_value(record: Mapping[str, object], path: str) -> object:
@@ -150,6 +164,7 @@ def load_index(path: Path, options: ReplayOptions, *, model: str | None = None) 
         completions=reader.completions,
         records=reader.records,
         skipped_torn_line=torn,
+        later_rounds=reader.later_rounds,
     )
 
 
@@ -169,6 +184,7 @@ def _fields(options: ReplayOptions, *, first: Mapping[str, object]) -> ReplayFie
         text=options.text_field,
         sample=options.sample_field or ("sample_index" if "sample_index" in first else None),
         benchmark=options.benchmark_field or ("benchmark" if "benchmark" in first else None),
+        round=options.round_field or ("round" if "round" in first else None),
     )
 
 
@@ -181,6 +197,7 @@ class _RecordReader:
         self._model = model
         self.fields: ReplayFields | None = None
         self.completions: dict[ReplayKey, Completion] = {}
+        self.later_rounds: dict[tuple[ReplayKey, int], Completion] = {}
         self.records = 0
         self._seen: Counter[tuple[str | None, str]] = Counter()
 
@@ -195,10 +212,14 @@ class _RecordReader:
             benchmark = _id_text(
                 self._required(record, fields.benchmark, where), field=fields.benchmark, where=where
             )
+        round_index = 0
+        if fields.round is not None:
+            found = _field_value(record, fields.round)
+            round_index = 0 if found is _MISSING else _count(found, field=fields.round, where=where)
         if fields.sample is not None:
-            sample = self._required(record, fields.sample, where)
-            if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
-                raise ConfigError(f"field '{fields.sample}' must be a non-negative integer", where=where)
+            sample = _count(self._required(record, fields.sample, where), field=fields.sample, where=where)
+        elif round_index:  # a later round of the sample last counted for this id
+            sample = max(self._seen[(benchmark, problem_id)] - 1, 0)
         else:
             sample = self._seen[(benchmark, problem_id)]
             self._seen[(benchmark, problem_id)] += 1
@@ -206,8 +227,23 @@ class _RecordReader:
         completion = self._completion(
             value, field=fields.text, problem_id=problem_id, sample_index=sample, where=where
         )
-        self.completions[(benchmark, problem_id, sample)] = completion
+        key = (benchmark, problem_id, sample)
+        if round_index:
+            self.later_rounds[(key, round_index)] = completion
+        else:
+            self.completions[key] = completion
         self.records += 1
+        rounds = record.get("rounds") if fields.text == "completion" else None
+        if isinstance(rounds, list):  # a samples.jsonl record of a repair run
+            for entry in rounds:
+                if isinstance(entry, dict) and isinstance(entry.get("round"), int) and "completion" in entry:
+                    self.later_rounds[(key, entry["round"])] = self._completion(
+                        entry["completion"],
+                        field="rounds.completion",
+                        problem_id=problem_id,
+                        sample_index=sample,
+                        where=where,
+                    )
 
     def _required(self, record: Mapping[str, object], path: str, where: str) -> object:
         value = _field_value(record, path)
@@ -249,6 +285,12 @@ class _RecordReader:
             f"field '{field}' must be a string or a completion object, found {type(value).__name__}",
             where=where,
         )
+
+
+def _count(value: object, *, field: str, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"field '{field}' must be a non-negative integer", where=where)
+    return value
 
 
 def _id_text(value: object, *, field: str, where: str) -> str:
@@ -308,8 +350,12 @@ class ReplayBackend:
                     "text": index.fields.text,
                     "sample": index.fields.sample,
                     "benchmark": index.fields.benchmark,
+                    # only for files that record repair rounds (earlier files describe as before)
+                    **({"round": index.fields.round} if index.fields.round is not None else {}),
                 },
             }
+            if index.later_rounds:
+                description["repair_rounds"] = len(index.later_rounds)
         return description
 
     async def generate(self, request: GenerationRequest) -> Completion:
@@ -322,17 +368,21 @@ class ReplayBackend:
             raise BackendError(f"backend for model preset '{self.name}' is not started: call start() first")
         problem = request.problem
         found = self._index.lookup(
-            benchmark=problem.benchmark, problem_id=problem.id, sample_index=request.sample_index
+            benchmark=problem.benchmark,
+            problem_id=problem.id,
+            sample_index=request.sample_index,
+            round_index=request.round,
         )
         if found is not None:
             return found
         scope = f"benchmark {problem.benchmark}, " if self._index.fields.benchmark is not None else ""
+        repair = f", repair round {request.round}" if request.round else ""
         return Completion(
             problem_id=problem.id,
             sample_index=request.sample_index,
             text="",
             model=self._model,
-            error=f"no recorded completion for {problem.id} ({scope}sample {request.sample_index}) "
+            error=f"no recorded completion for {problem.id} ({scope}sample {request.sample_index}{repair}) "
             f"in {self._path.name}",
         )
 

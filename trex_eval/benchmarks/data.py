@@ -303,10 +303,20 @@ def verify_sources(root: Path, repositories: Sequence[str] | None = None) -> dic
     }
 
 
+def source_archive_url(source: SourceRepository, mirror: str | None = None) -> str:
+    """Where ``source``'s archive at its pinned commit is downloaded from: GitHub's codeload, or
+    ``MIRROR/<owner>/<name>/tar.gz/<commit>`` (the same layout) on a mirror (``http(s)://`` or
+    ``file://``)."""
+    if mirror is None:
+        return source.as_manifest().archive_url
+    return f"{mirror.rstrip('/')}/{source.repository}/tar.gz/{source.commit}"
+
+
 def pull_sources(
     dest_root: Path | None = None,
     *,
     repositories: Sequence[str] | None = None,
+    mirror: str | None = None,
     force: bool = False,
     connect_timeout_s: float = 10.0,
     read_timeout_s: float = 60.0,
@@ -314,6 +324,8 @@ def pull_sources(
 ) -> dict[str, Path]:
     """Download each pinned repository (all, or ``repositories``) at its commit and install the
     files it pins, sha256-checked, into ``dest_root/<owner>+<name>`` (atomically, as :func:`pull`).
+    ``mirror``: see :func:`source_archive_url`. A repository whose folder already verifies is not
+    downloaded again unless ``force``.
 
     Raises:
         DataError: an unknown repository, a failed download or a checksum mismatch.
@@ -330,7 +342,7 @@ def pull_sources(
         installed[repo] = _install(
             manifest,
             root / sources[repo].folder_name,
-            manifest.archive_url,
+            source_archive_url(sources[repo], mirror),
             force,
             connect_timeout_s,
             read_timeout_s,
@@ -351,6 +363,9 @@ def _remove_stale_staging(dest: Path) -> None:
 def _download(
     url: str, target: Path, connect_timeout_s: float, read_timeout_s: float, progress: ProgressCallback | None
 ) -> None:
+    if url.startswith("file://"):
+        _copy_local(url, target, progress)
+        return
     timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
     try:
         with (
@@ -375,6 +390,22 @@ def _download(
                 )
     except httpx.HTTPError as exc:
         raise DataError(f"cannot download {url}: {exc or type(exc).__name__}", hint=_DOWNLOAD_FAILED) from exc
+
+
+def _copy_local(url: str, target: Path, progress: ProgressCallback | None) -> None:
+    """A ``file://`` mirror: the archive copied from the local path, with progress."""
+    source = Path(url.removeprefix("file://"))
+    try:
+        total = source.stat().st_size
+        with source.open("rb") as src, target.open("wb") as out:
+            done = 0
+            for chunk in iter(lambda: src.read(_CHUNK), b""):
+                out.write(chunk)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, total)
+    except OSError as exc:
+        raise DataError(f"cannot read {url}: {exc.strerror or exc}", hint=_DOWNLOAD_FAILED) from exc
 
 
 def _iter_members(archive: Path) -> Iterator[tuple[tarfile.TarInfo, IO[bytes] | None]]:

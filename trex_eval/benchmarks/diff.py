@@ -188,13 +188,22 @@ def _greedy(
     taken_b: set[int],
     similarity: float,
 ) -> None:
-    scored = sorted(
-        ((_ratio(pa[i], pb[j]), i, j) for i in block_a for j in block_b),
-        key=lambda item: (-item[0], item[1], item[2]),
-    )
-    for ratio, i, j in scored:
-        if ratio < similarity:
-            break
+    texts_a = {i: normalise(pa[i].question) for i in block_a}
+    candidates: list[tuple[float, int, int]] = []
+    for j in block_b:
+        # seq2 is the side SequenceMatcher indexes: set once per B question, reused for every A.
+        matcher = difflib.SequenceMatcher(None, autojunk=False)
+        matcher.set_seq2(normalise(pb[j].question))
+        for i in block_a:
+            matcher.set_seq1(texts_a[i])
+            # Both quick ratios bound ratio() from above: a pair they put under the threshold
+            # could never be chosen, so the exact (quadratic) ratio is computed only for the rest.
+            if matcher.real_quick_ratio() < similarity or matcher.quick_ratio() < similarity:
+                continue
+            ratio = matcher.ratio()
+            if ratio >= similarity:
+                candidates.append((ratio, i, j))
+    for ratio, i, j in sorted(candidates, key=lambda item: (-item[0], item[1], item[2])):
         if i in pairs or j in taken_b:
             continue
         pairs[i] = (j, ratio)

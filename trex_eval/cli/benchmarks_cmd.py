@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -10,7 +12,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from trex_eval.cli._common import DataDirOption, data_dir_for, err, out
+from trex_eval.cli._common import DataDirOption, data_dir_for, echo_text, err, out
 from trex_eval.errors import TrexError
 
 if TYPE_CHECKING:
@@ -34,19 +36,26 @@ def _without_prefix(text: str, folder: Path) -> str:
 
 @app.command("list")
 def benchmarks_list(data_dir: DataDirOption = None) -> None:
-    """Name, origin, rows, grader, default rule and prompt sets of every known benchmark."""
+    """Every known benchmark, grouped by suite (`--benchmarks SUITE`): label version, rows, kind,
+    default rule, licence and pinned source.
+
+    A benchmark in several suites is listed under each; those in no suite but `all` come after,
+    then the ones you registered.
+    """
     from trex_eval import benchmarks as benchmark
+    from trex_eval.benchmarks.suites import ALL_SUITE, SUITE_TITLES, suites
     from trex_eval.prompting import render as prompting
     from trex_eval.protocols import DEFAULT_PROTOCOL, protocol_names
     from trex_eval.protocols.plan import rules_by_protocol
 
-    # The table shows the default protocol's rule and the first reproduced protocol's.
+    # The table shows the default protocol's rule; the first reproduced protocol's is a line below.
     other = next(name for name in protocol_names() if name != DEFAULT_PROTOCOL)
     root = data_dir_for([], data_dir)
     sets = prompting.prompt_set_names()
     shipped = benchmark.shipped_spec_paths()
     registered = {k: v for k, v in benchmark.user_spec_paths().items() if k not in shipped}
-    rows: list[tuple[str, str, str, str, str | Text, str, str]] = []
+    rows: dict[str, _ListRow] = {}
+    other_rules: dict[str, set[str]] = {}
     for origin, paths in (("shipped", shipped), ("registered", registered)):
         for name, path in paths.items():
             try:
@@ -54,56 +63,129 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
                 count = _row_count(name, spec, data_dir=root)
             except TrexError as exc:
                 error = Text(f"unreadable: {exc.message}", style="red")
-                rows.append((name, "-", "-", "-", error, origin, ""))
+                rows[name] = _ListRow(name, "-", "-", "-", "-", "-", error, origin, "")
                 continue
             rules = rules_by_protocol(spec.grader)
+            other_rules.setdefault(_KIND[spec.grader.kind.value], set()).add(_unversioned(rules[other]))
             available = [s for s in sets if s != prompting.UPSTREAM_SET or spec.prompt.upstream is not None]
-            rows.append(
-                (
-                    name,
-                    count,
-                    _KIND[spec.grader.kind.value],
-                    _unversioned(rules[DEFAULT_PROTOCOL]),
-                    _unversioned(rules[other]),
-                    origin,
-                    ", ".join(available),
-                )
+            rows[name] = _ListRow(
+                name,
+                spec.labels.version,
+                count,
+                _KIND[spec.grader.kind.value],
+                _unversioned(rules[DEFAULT_PROTOCOL]),
+                _short_licence(spec.licence),
+                _source_text(spec, path, origin=origin),
+                origin,
+                ", ".join(available),
             )
-    # Names are what users type: never cut. Columns that would say the same on every row (all
-    # shipped, the same prompt sets) become a line under the table instead.
-    offered = [set(row[6].split(", ")) for row in rows if row[6]]
-    common = set.intersection(*offered) if offered else set()
-    extra = {name: ", ".join(sorted(set(sets_.split(", ")) - common)) for name, *_, sets_ in rows if sets_}
-    show = [0, 1, 2, 3, 4]
-    if any(row[5] != "shipped" for row in rows):
-        show.append(5)
-    headers = ("name", "rows", "kind", "rule", f"{other} rule", "origin", "prompt sets")
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for index in show:
-        table.add_column(
-            headers[index],
-            no_wrap=index in (0, 3, 4),
-            style="bold" if index == 0 else "",
-            overflow="fold",
-            justify="right" if index == 1 else "left",
+    members = suites()
+    grouped = {name for suite, names in members.items() if suite != ALL_SUITE for name in names}
+    # The default suite first, then the others in name order.
+    order = sorted((suite for suite in members if suite != ALL_SUITE), key=lambda suite: suite != "t-rex")
+    groups: list[tuple[str, list[str]]] = [
+        (f"-b {suite}: {SUITE_TITLES.get(suite, suite)}", [n for n in members[suite] if n in rows])
+        for suite in order
+    ]
+    groups.append(
+        (
+            f"-b {ALL_SUITE} also runs these (in no other suite)",
+            sorted(n for n in shipped if n not in grouped),
         )
-    for row in rows:
-        table.add_row(*(row[index] for index in show))
-    out.print(table)
-    if 5 not in show:
+    )
+    groups.append(("registered by you (`trex-eval benchmarks add`)", list(registered)))
+    with_origin = bool(registered)
+    for title, names in groups:
+        if names:
+            out.print(Text(title, style="bold"), highlight=False)
+            out.print(_list_table([rows[n] for n in names], with_origin=with_origin))
+    out.print(f"sources (github.com, pinned): {', '.join(_repositories())}", highlight=False)
+    if not with_origin:
         out.print("all shipped (`trex-eval benchmarks add` registers your own)", highlight=False)
+    kinds = {"obj": "objective", "lp": "structure"}
+    under = ", ".join(f"{kinds[kind]} {' or '.join(sorted(names))}" for kind, names in other_rules.items())
+    out.print(f"with --protocol {other}: {under}", highlight=False)
     out.print("rule versions and options: `trex-eval rules`", highlight=False)
+    # Prompt sets that every benchmark offers are one line; the extra ones (the upstream set) a line each.
+    offered = [set(row.prompt_sets.split(", ")) for row in rows.values() if row.prompt_sets]
+    common = set.intersection(*offered) if offered else set()
     if common:
         ordered = [s for s in sets if s in common]
         out.print(f"prompt sets of every benchmark: {', '.join(ordered)}", highlight=False)
     by_sets: dict[str, list[str]] = {}
-    for name, more in extra.items():
+    for row in rows.values():
+        more = ", ".join(sorted(set(row.prompt_sets.split(", ")) - common)) if row.prompt_sets else ""
         if more:
-            by_sets.setdefault(more, []).append(name)
+            by_sets.setdefault(more, []).append(row.name)
     for more, names in by_sets.items():
         out.print(f"also {more}: {', '.join(names)}", highlight=False)
     if root is None:
         err.print("(no data directory found: row counts are the expected ones; run `trex-eval data pull`)")
+
+
+@dataclass(frozen=True)
+class _ListRow:
+    """One benchmark's cells in `benchmarks list`."""
+
+    name: str
+    version: str
+    rows: str
+    kind: str
+    rule: str
+    licence: str
+    source: str | Text
+    origin: str
+    prompt_sets: str
+
+
+def _list_table(rows: list[_ListRow], *, with_origin: bool) -> Table:
+    """One suite's table. Names and rules are what users type: never cut; the rest folds."""
+    headers = ["name", "version", "rows", "rule", "licence", "source"]
+    if with_origin:
+        headers.append("origin")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for header in headers:
+        table.add_column(
+            header,
+            no_wrap=header in ("name", "rule", "source"),
+            style="bold" if header == "name" else "",
+            overflow="fold",
+            justify="right" if header == "rows" else "left",
+        )
+    for row in rows:
+        cells: list[str | Text] = [row.name, row.version, row.rows, row.rule, row.licence, row.source]
+        table.add_row(*cells, *([row.origin] if with_origin else []))
+    return table
+
+
+def _short_licence(licence: str | None) -> str:
+    """The licence without its parenthesised detail (``MIT (optimind/LICENSE)`` -> ``MIT``): the
+    YAML keeps the whole text; the table needs the name."""
+    if not licence or licence == "none stated":
+        return "none"
+    return " ".join(re.sub(r"\([^)]*\)", "", licence).split()) or licence
+
+
+def _repositories() -> list[str]:
+    """``owner/name@commit`` (7 hex) of the T-Rex data and of every pinned field source."""
+    from trex_eval.benchmarks import data
+
+    manifest = data.load_manifest()
+    pins = [f"{repo}@{pin.commit[:7]}" for repo, pin in sorted(data.load_sources().items())]
+    return [f"{manifest.repository}@{manifest.commit[:7]}", *pins]
+
+
+def _source_text(spec: BenchmarkSpec, path: Path, *, origin: str) -> str:
+    """Where the rows come from: the pinned repository's name (its owner and commit are in the
+    line under the tables, so that the table fits 80 columns), else the file."""
+    from trex_eval.benchmarks import data
+
+    if spec.source.root == "data":
+        return data.load_manifest().repository.partition("/")[2]
+    if spec.source.root == "source" and spec.source.repository:
+        return spec.source.repository.partition("/")[2]
+    where = Path(spec.source.path)
+    return _relative(str(where if where.is_absolute() else path.parent / where))
 
 
 # "lp": graded by the structure of the model (LP) it writes. Short, so that the longest names
@@ -166,6 +248,60 @@ def benchmarks_show(
         for message in rendered.messages:
             out.rule(Text(f"prompt [{chosen}] {message.role}"))
             out.print(message.content, markup=False)
+
+
+@app.command("diff")
+def benchmarks_diff(
+    a: Annotated[str, typer.Argument(help="The first version (e.g. mamo-complexlp), or a benchmark YAML.")],
+    b: Annotated[str, typer.Argument(help="The second version (e.g. mamo-complexlp@sirl-fixed).")],
+    show: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--show",
+            min=0,
+            help="List at most N problems of each kind (removed, added, reworded, relabelled). Default: all.",
+            show_default=False,
+        ),
+    ] = None,
+    similarity: Annotated[
+        float,
+        typer.Option(
+            "--similarity",
+            min=0.0,
+            max=1.0,
+            help="Questions at least this similar (difflib ratio) are one problem reworded.",
+        ),
+    ] = 0.5,
+    data_dir: DataDirOption = None,
+) -> None:
+    """How version B of a benchmark differs from version A, problem by problem, as Markdown.
+
+    Problems are matched by id when both versions name them alike, else by whitespace-normalised
+    question text, then by similar wording. Lists the problems removed (only in A), added (only in
+    B), reworded and relabelled (old and new labels), after a table of counts.
+
+    Exit code: 0 when the two versions have the same problems and labels, 1 when they differ, 2 on
+    an error (an unknown benchmark name, missing data).
+    """
+    from trex_eval.benchmarks import load_benchmark
+    from trex_eval.benchmarks.diff import diff, render
+
+    # The option's default is the engine's (0.5), written out so that --help needs no import.
+    root = data_dir_for([a, b], data_dir)
+    first, second = load_benchmark(a, data_dir=root), load_benchmark(b, data_dir=root)
+    if first.spec.family != second.spec.family:
+        # Allowed (a copy may be registered under another family), but rarely what was meant.
+        err.print(
+            f"warning: {first.name} ({first.spec.family}) and {second.name} ({second.spec.family}) are "
+            "different benchmark families; problems are matched by text",
+            markup=False,
+            highlight=False,
+        )
+    result = diff(first, second, similarity=similarity)
+    echo_text(render(result, show=show))
+    counts = result.counts()
+    if counts["unchanged"] != counts["a"] or counts["unchanged"] != counts["b"]:
+        raise typer.Exit(1)
 
 
 @app.command("validate")

@@ -17,22 +17,59 @@ app = typer.Typer(help="Download, locate and verify the benchmark data.", no_arg
 def data_pull(
     dest: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--dest", help="Install here instead of the user cache.", show_default=False),
+        typer.Option(
+            "--dest", help="Install the T-Rex data here instead of the user cache.", show_default=False
+        ),
     ] = None,
     url: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--url", help="Archive URL override (a mirror of the pinned upstream archive)."),
     ] = None,
+    sources_dest: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--sources-dest",
+            help="Install the field's benchmark repositories here (one owner+name folder each). "
+            "Default: $TREX_SOURCES_DIR, else the user cache.",
+            show_default=False,
+        ),
+    ] = None,
+    mirror: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--mirror",
+            help="Fetch the field's repositories from MIRROR/<owner>/<name>/tar.gz/<commit> "
+            "(http://, https:// or file://) instead of GitHub.",
+            show_default=False,
+        ),
+    ] = None,
+    sources: Annotated[
+        bool,
+        typer.Option(
+            "--sources/--no-sources",
+            help="Also fetch the field's benchmarks (MAMO, IndustryOR, OptMATH, ...), each repository at "
+            "its pinned commit.",
+        ),
+    ] = True,
+    trex: Annotated[
+        bool, typer.Option("--trex/--no-trex", help="Fetch the SLAI-T-Rex data (the default suite).")
+    ] = True,
     force: Annotated[
         bool, typer.Option("--force", help="Re-download even if a verified copy exists.")
     ] = False,
 ) -> None:
-    """Download the pinned SLAI-T-Rex data (sha256-checked, installed atomically)."""
+    """Download the pinned benchmark data, every file sha256-checked and installed atomically: the
+    SLAI-T-Rex data, and each public repository the field's benchmarks come from, at the commit
+    `data_manifest.json` pins. A copy that already verifies is kept (--force re-downloads)."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
+    from trex_eval import config
     from trex_eval.benchmarks import data
 
+    if not trex and not sources:
+        raise TrexError("nothing to fetch: --no-trex and --no-sources", hint="drop one of them")
     manifest = data.load_manifest()
+    pins = data.load_sources()
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -40,13 +77,30 @@ def data_pull(
         TransferSpeedColumn(),
         console=err,
     ) as progress:
-        task = progress.add_task(f"SLAI-T-Rex @ {manifest.commit[:12]}", total=None)
 
-        def report(done: int, total: int | None) -> None:
-            progress.update(task, completed=done, total=total)
+        def bar(title: str) -> data.ProgressCallback:
+            task = progress.add_task(title, total=None)
+            return lambda done, total: progress.update(task, completed=done, total=total)
 
-        path = data.pull(dest, url=url, force=force, progress=report)
-    out.print(f"benchmark data ready: {path} ({len(manifest.files)} files verified)")
+        if trex:
+            path = data.pull(dest, url=url, force=force, progress=bar(f"SLAI-T-Rex @ {manifest.commit[:12]}"))
+        installed: dict[str, Path] = {}
+        if sources:
+            env = config.getenv("TREX_SOURCES_DIR")
+            root = sources_dest or (Path(env) if env else data.default_sources_dir())
+            # One repository at a time, each with its own bar.
+            for repo in sorted(pins):
+                installed |= data.pull_sources(
+                    root,
+                    repositories=[repo],
+                    mirror=mirror,
+                    force=force,
+                    progress=bar(f"{repo} @ {pins[repo].commit[:12]}"),
+                )
+    if trex:
+        out.print(f"benchmark data ready: {path} ({len(manifest.files)} files verified)")
+    for repo, folder in installed.items():
+        out.print(f"{repo} @ {pins[repo].commit[:12]}: {folder} ({len(pins[repo].files)} files verified)")
 
 
 @app.command("where")

@@ -155,6 +155,11 @@ def _report(result: RunResult, *, what: str = "full summary") -> None:
     for note in result.notes:
         err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     out.print(summary_table(result.summary))
+    repaired = [bench for bench in result.summary.benchmarks if bench.repair is not None]
+    for bench in repaired:  # the repair protocol's scores, apart from the zero-shot table
+        assert bench.repair is not None
+        rounds = " → ".join(f"r{k} {value * 100:.2f}%" for k, value in sorted(bench.repair.pass_at_1.items()))
+        out.print(f"{bench.benchmark} pass@1 by repair round: {rounds}", highlight=False, soft_wrap=True)
     counts = f"{result.generated_now} generated, {result.graded_now} graded"
     if result.reused_now:
         counts += f", {result.reused_now} stored executions reused, {result.executed_now} programs run"
@@ -271,6 +276,29 @@ def run(
             rich_help_panel=_PANEL_WHAT,
         ),
     ] = "reference",
+    repair: Annotated[
+        int,
+        typer.Option(
+            "--repair",
+            help="Repair rounds after the first answer (default 0: zero-shot). A sample whose program "
+            "failed (no code, syntax or runtime error, timeout, no solve, a non-optimal status, or "
+            "infeasible/unbounded where the reference has an optimum) gets its answer and a feedback "
+            "message (prompts/repair.j2: the status, error and last output lines; never the reference "
+            "answer) and is asked again, up to N times. A solved model with a wrong objective is not "
+            "fed back. pass@1 stays the zero-shot score; pass@1@r1..rN are reported apart.",
+            rich_help_panel=_PANEL_WHAT,
+        ),
+    ] = 0,
+    repair_feedback: Annotated[
+        str,
+        typer.Option(
+            "--repair-feedback",
+            help="execution (default: only what the program did) or objective-differs (also repair "
+            "a wrong answer, saying only that it differs from the expected one; recorded in the "
+            "manifest, for studies of label feedback).",
+            rich_help_panel=_PANEL_WHAT,
+        ),
+    ] = "execution",
     protocol: Annotated[
         str,
         typer.Option(
@@ -348,12 +376,21 @@ def run(
 
       trex-eval run --base-url http://127.0.0.1:8000/v1 --model openai-compatible/my-model
 
+      trex-eval run --model local-qwen-coder --repair 2 -b nl4opt -n 5   (2 repair rounds)
+
       trex-eval run --resume results/<run-id>              (continue a killed run)
     """
     from trex_eval.backends.presets import load_presets, resolve_preset
     from trex_eval.benchmarks.suites import expand as expand_suites
     from trex_eval.run import pipeline as runner
-    from trex_eval.run.spec import ALL_BENCHMARKS, FewShotSettings, RunOptions, RunSpec, model_for_protocol
+    from trex_eval.run.spec import (
+        ALL_BENCHMARKS,
+        FewShotSettings,
+        RepairSettings,
+        RunOptions,
+        RunSpec,
+        model_for_protocol,
+    )
     from trex_eval.sandbox import SandboxLimits
 
     command = tuple(sys.argv)
@@ -371,6 +408,8 @@ def run(
                 ("--rule", bool(rule)),
                 ("--protocol", protocol != DEFAULT_PROTOCOL),
                 ("--few-shot", few_shot != 0),
+                ("--repair", repair != 0),
+                ("--repair-feedback", repair_feedback != "execution"),
                 ("--timeout", wall_s is not None),
                 ("--memory-mib", memory_mib is not None),
                 ("--gurobi", gurobi != "auto"),
@@ -410,6 +449,12 @@ def run(
             raise ConfigError("--workers must be at least 1")
         if few_shot < 0:
             raise ConfigError("--few-shot must be 0 or more")
+        if repair < 0:
+            raise ConfigError("--repair must be 0 or more")
+        if repair_feedback not in ("execution", "objective-differs"):
+            raise ConfigError(
+                f"unknown --repair-feedback '{repair_feedback}'", hint="choose execution or objective-differs"
+            )
         limits = None
         if wall_s is not None or memory_mib is not None:
             chosen = {"wall_s": wall_s, "cpu_s": wall_s, "memory_mib": memory_mib}
@@ -436,6 +481,7 @@ def run(
             few_shot=FewShotSettings(k=few_shot, strategy=strategy, source=few_shot_source),
             limits=limits,
             gurobi=gurobi_policy,
+            repair=RepairSettings(rounds=repair, feedback=repair_feedback),  # type: ignore[arg-type]
         )
         options = RunOptions(
             data_dir=data_dir_for(names, data_dir),

@@ -16,6 +16,9 @@ abs                    objective  atol     ``|Δ| ≤ atol`` [rtol 0]; the value
 round                  objective  digits   both rounded to ``digits`` decimals, then equal
 orlm                   objective  --       ORLM: rounded to integers, ``|Δ| ≤ 0.05·|ref|``
 sirl                   objective  --       SIRL: ``|Δ| / (|ref| + 1) ≤ 1e-6``
+optmath                objective  --       OptMATH: rounded to integers, ``|Δ| ≤ 0.05·|ref|``
+mamo                   objective  --       Mamo: ``|Δ|·10^max(2, label decimals) < 1`` or ``|Δ| ≤ 1e-4·|ref|``
+orthought              objective  --       ORThought: ``|Δ| < 0.01``
 trex-compat            objective  atol     the reference harness's rule and model discovery [1e-6]
 orgeval-fixed          structure  --       structural equivalence, the reference's defects fixed
 orgeval-exact          structure  --       exact: typed graph (quadratic, SOS, indicators), isomorphism search
@@ -74,6 +77,24 @@ FAMILIES: tuple[RuleFamily, ...] = (
     RuleFamily("orlm", _OBJECTIVE, "ORLM convention: both rounded to integers, |Δ| ≤ 0.05·|ref|", _TOLERANCE),
     RuleFamily("sirl", _OBJECTIVE, "SIRL convention: |Δ| / (|ref| + 1) ≤ 1e-6", _TOLERANCE),
     RuleFamily(
+        "optmath", _OBJECTIVE,
+        "OptMATH convention: both rounded to integers, |Δ| ≤ 0.05·|ref| "
+        "(optsuite/OptMATH@b797149 eval/executor.py; its conversion fallback is not applied)",
+        _TOLERANCE,
+    ),
+    RuleFamily(
+        "mamo", _OBJECTIVE,
+        "Mamo convention: |Δ|·10^max(2, label decimals) < 1, or |Δ| ≤ 1e-4·|ref| "
+        "(FreedomIntelligence/Mamo@5da0854 "
+        "scripts/scripts_optimization/mamo_script_optimization/3.run_code_comp_optimization.py)",
+        _TOLERANCE,
+    ),
+    RuleFamily(
+        "orthought", _OBJECTIVE,
+        "ORThought convention: |Δ| < 0.01 (ZJU-TSELab/ORThought@ce5dc6b analyze.py)",
+        _TOLERANCE,
+    ),
+    RuleFamily(
         "trex-compat", _OBJECTIVE,
         "reference T-Rex harness: module-level model/m, status OPTIMAL, |Δ| ≤ 1e-6 absolute",
         "trex_eval.protocols.trex_compat.objective:build",
@@ -95,7 +116,7 @@ FAMILIES: tuple[RuleFamily, ...] = (
     ),
 )  # fmt: skip
 
-DEFAULT_RULES: dict[GraderKind, str] = {_OBJECTIVE: "strict", _STRUCTURE: "orgeval-fixed"}
+DEFAULT_RULES: dict[GraderKind, str] = {_OBJECTIVE: "strict", _STRUCTURE: "orgeval-exact"}
 """The rule a benchmark of each kind is graded by unless its YAML or the run says otherwise."""
 
 DEFAULT_RULE = DEFAULT_RULES[_OBJECTIVE]

@@ -26,6 +26,14 @@ def render_leaderboard_markdown(board: Leaderboard, *, published: Sequence[Publi
     """The measured leaderboard, its column definitions, warnings, run provenance and, when
     ``published`` is given, a separate "reported, not re-run" table."""
     lines = ["# Leaderboard", "", *score_table(board), "", *_definitions(board)]
+    repaired = [(row.label, bench) for row in board.rows for bench in row.summary.benchmarks if bench.repair]
+    if repaired:
+        lines += [
+            "",
+            "## Repaired scores (`--repair N`; not zero-shot, never mixed with the table above)",
+            "",
+        ]
+        lines += repair_table(repaired)
     lines += ["", "## Runs", "", *_runs_table(board)]
     if published:
         lines += ["", *published_table(published)]
@@ -54,6 +62,9 @@ def render_summary_markdown(summary: RunSummary) -> str:
     lines += [*score_table(board), "", *_definitions(board)]
     if any(bench.pass_at_k for bench in summary.benchmarks):
         lines += ["", "## Sampling metrics", "", *_sampling_table(summary.benchmarks)]
+    if any(bench.repair for bench in summary.benchmarks):
+        lines += ["", f"## Repair rounds (`--repair {run.repair}`)", ""]
+        lines += repair_table([(run.display, bench) for bench in summary.benchmarks])
     lines += ["", "## Outcomes", "", *_outcome_table(summary.benchmarks)]
     lines += ["", "## Reference-harness table (T-Rex summary.md format)", "", *compat_table([summary])]
     lines += ["", f"Reference-harness columns: {DEFINITIONS['compat']}."]
@@ -104,6 +115,43 @@ def score_table(board: Leaderboard) -> list[str]:
     return lines
 
 
+def repair_table(rows: Sequence[tuple[str, BenchmarkSummary]]) -> list[str]:
+    """Round-by-round scores of repair runs, one line per (label, benchmark): pass@1@rK for every
+    round, the share repaired at each round, requests and tokens per solved sample, then the repair
+    rate by round-0 failure kind. Benchmarks without repair are left out."""
+    shown = [(label, bench, bench.repair) for label, bench in rows if bench.repair is not None]
+    most = max((repair.rounds for _, _, repair in shown), default=0)
+    header = ["Run", "Benchmark", "n", *(f"pass@1@r{k}" for k in range(most + 1))]
+    header += [f"repaired@r{k}" for k in range(1, most + 1)]
+    header += ["Requests / solved", "Tokens / solved", "Feedback"]
+    lines = [_row(header), _row(["---", "---"] + ["---:"] * (len(header) - 3) + ["---"])]
+    failures = []
+    for label, bench, repair in shown:
+        cells = [label, bench.benchmark, str(bench.problems)]
+        cells += [percent(repair.pass_at_1.get(k)) for k in range(most + 1)]
+        cells += [
+            f"{percent(repair.repaired[k])} ({repair.asked[k]} asked)" if k in repair.repaired else "–"
+            for k in range(1, most + 1)
+        ]
+        cells += [_ratio(repair.requests_per_solved), _ratio(repair.tokens_per_solved), repair.feedback]
+        lines.append(_row(cells))
+        if repair.by_failure:
+            rates = ", ".join(
+                f"{kind} {counts.repaired}/{counts.samples}" for kind, counts in repair.by_failure.items()
+            )
+            failures.append(f"- {label} · {bench.benchmark}: {rates}")
+    lines += ["", "All scores in %; r0 is the zero-shot pass@1."]
+    lines += [f"- **{name}**: {DEFINITIONS[name]}" for name in ("pass@1@rK", "repaired@rK", "per_solved")]
+    if failures:
+        lines += ["", f"Repaired / fed back, by round-0 failure ({DEFINITIONS['repair_by_failure']}):", ""]
+        lines += failures
+    return lines
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
 def compat_table(summaries: Iterable[RunSummary]) -> list[str]:
     """The reference harness's ``summary.md`` table, rows as its ``run_eval.py`` prints them."""
     lines = ["| Dataset | Model | Score | Code pass | API errors | Count |", "|---|---|---:|---:|---:|---:|"]
@@ -130,13 +178,23 @@ def published_table(published: Sequence[PublishedScore]) -> list[str]:
         "grading rules and averaging are whatever the source used. They are not comparable cell by cell with "
         "the measured table.",
         "",
-        _row(["Model", "Benchmark", "Score %", "Metric", "Source", "Note"]),
-        _row(["---", "---", "---:", "---", "---", "---"]),
+        _row(["Model", "Benchmark", "Score %", "Metric", "Rule", "Source", "Note"]),
+        _row(["---", "---", "---:", "---", "---", "---", "---"]),
     ]
     for score in published:
         source = f"[{score.source}]({score.url})" if score.url else score.source
         lines.append(
-            _row([score.model, score.benchmark, f"{score.score_pct:.2f}", score.metric, source, score.note])
+            _row(
+                [
+                    score.model,
+                    score.benchmark,
+                    f"{score.score_pct:.2f}",
+                    score.metric,
+                    score.rule or "not stated",
+                    source,
+                    score.note,
+                ]
+            )
         )
     return lines
 

@@ -5,24 +5,36 @@ Reports show these rows in their own table, under a heading that says they were 
 never in the measured leaderboard: their protocol, grading rule and averaging method are
 whatever their source says (often not stated), so they cannot share a column with measured runs.
 
-File format: UTF-8 CSV with exactly the header ``model,benchmark,score_pct,metric,source,url,note``.
-``benchmark`` is a trex-eval benchmark name or ``average`` for a headline average over several;
-``score_pct`` is a percentage in ``[0, 100]``; ``metric`` says what the number measures in the
-source's words; ``note`` says what is derived, uncertain or unstated.
+File format: UTF-8 CSV with exactly the header ``model,benchmark,score_pct,metric,rule,source,url,note``
+(files written before the ``rule`` column, without it, are read too). ``benchmark`` is a trex-eval
+benchmark name -- its label version included (``mamo-easylp@sirl-fixed``), so that a reported row
+sits beside measured rows of the same version only -- ``FAMILY@unstated`` when the source does not
+say which version it used, or ``average`` for a headline average over several; ``score_pct`` is a
+percentage in ``[0, 100]``; ``metric`` says what the number measures in the source's words;
+``rule`` is the trex-eval rule that expresses the source's grading (``sirl``, ``orlm``), empty when
+the source does not state it; ``url`` points at the source, pinned to a commit when it is a GitHub
+file (``.../blob/<commit>/...``); ``note`` says what is derived, uncertain or unstated.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from trex_eval.errors import ConfigError
+from trex_eval.errors import ConfigError, TrexError
+from trex_eval.grading.registry import get_rule
 from trex_eval.records import Record
 
-COLUMNS = ("model", "benchmark", "score_pct", "metric", "source", "url", "note")
+COLUMNS = ("model", "benchmark", "score_pct", "metric", "rule", "source", "url", "note")
+LEGACY_COLUMNS = tuple(column for column in COLUMNS if column != "rule")
+"""The header before the ``rule`` column (read as rule not stated)."""
+
+_GITHUB = re.compile(r"^https://github\.com/[^/]+/[^/]+/")
+_PINNED = re.compile(r"^https://github\.com/[^/]+/[^/]+/(?:blob|tree|raw)/[0-9a-f]{7,40}(?:/|$)")
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 PUBLISHED_DIR = Path("results") / "published"
@@ -42,6 +54,7 @@ class PublishedScore(Record):
     benchmark: str = Field(min_length=1)
     score_pct: float = Field(ge=0.0, le=100.0)
     metric: str = Field(min_length=1)
+    rule: str = ""
     source: str = Field(min_length=1)
     url: str = ""
     note: str = ""
@@ -51,14 +64,15 @@ def load_published(path: Path) -> tuple[PublishedScore, ...]:
     """Every row of a published-scores CSV, in file order.
 
     Raises:
-        ConfigError: the file is missing or unreadable, its header is not :data:`COLUMNS`, or a
-            row is malformed (missing field, score not a finite number in [0, 100]); the message
-            names the file and line.
+        ConfigError: the file is missing or unreadable, its header is not :data:`COLUMNS` (or
+            :data:`LEGACY_COLUMNS`), or a row is malformed (missing field, score not a finite
+            number in [0, 100], a rule the registry does not know, a GitHub URL not pinned to a
+            commit); the message names the file and line.
     """
     try:
         with path.open(encoding="utf-8", newline="") as handle:
             reader = csv.DictReader(handle)
-            if tuple(reader.fieldnames or ()) != COLUMNS:
+            if tuple(reader.fieldnames or ()) not in (COLUMNS, LEGACY_COLUMNS):
                 raise ConfigError(
                     f"unexpected header {reader.fieldnames}",
                     where=str(path),
@@ -68,7 +82,7 @@ def load_published(path: Path) -> tuple[PublishedScore, ...]:
             for row in reader:
                 where = f"{path}:{reader.line_num}"
                 if None in row or any(value is None for value in row.values()):
-                    raise ConfigError(f"expected {len(COLUMNS)} fields", where=where)
+                    raise ConfigError(f"expected {len(reader.fieldnames or ())} fields", where=where)
                 rows.append(_parse(row, where=where))
     except OSError as error:
         raise ConfigError(f"cannot read published scores: {error.strerror}", where=str(path)) from None
@@ -90,14 +104,29 @@ def _parse(row: dict[str, str], *, where: str) -> PublishedScore:
         raise ConfigError(f"score_pct {text!r} is not a number", where=where) from None
     if not math.isfinite(score):
         raise ConfigError(f"score_pct {text!r} is not finite", where=where)
+    rule = row.get("rule", "").strip()
+    if rule:
+        try:
+            get_rule(rule)
+        except TrexError as error:
+            raise ConfigError(f"rule {rule!r}: {error.message}", where=where) from None
+    url = row["url"].strip()
+    # A GitHub page changes with every commit: the number must be traceable to the one it came from.
+    if _GITHUB.match(url) and not _PINNED.match(url):
+        raise ConfigError(
+            f"url {url!r} is not pinned to a commit",
+            where=where,
+            hint="use https://github.com/OWNER/REPO/blob/COMMIT/PATH",
+        )
     try:
         return PublishedScore(
             model=row["model"].strip(),
             benchmark=row["benchmark"].strip(),
             score_pct=score,
             metric=row["metric"].strip(),
+            rule=rule,
             source=row["source"].strip(),
-            url=row["url"].strip(),
+            url=url,
             note=row["note"].strip(),
         )
     except ValidationError as error:

@@ -52,6 +52,7 @@ from trex_eval.records import (
     Problem,
     Program,
     Prompt,
+    RepairRound,
     SampleRecord,
     StructureReference,
     Verdict,
@@ -59,6 +60,7 @@ from trex_eval.records import (
 from trex_eval.report.summary import RunSummary, render_summary_markdown, summarize, summary_json
 from trex_eval.run import provenance
 from trex_eval.run.progress import RunProgress
+from trex_eval.run.repair import FEEDBACK_MODES, RepairTemplate, conversation, repair_need
 from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.sandbox import SandboxLimits, SandboxPool
 from trex_eval.store import (
@@ -143,6 +145,13 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[_Benchma
         raise ConfigError("--samples must be at least 1")
     if spec.limit is not None and spec.limit < 1:
         raise ConfigError("--limit must be at least 1")
+    if spec.repair.rounds < 0:
+        raise ConfigError("--repair must be 0 or more")
+    if spec.repair.feedback not in FEEDBACK_MODES:
+        raise ConfigError(
+            f"unknown repair feedback '{spec.repair.feedback}'",
+            hint=f"choose one of: {', '.join(FEEDBACK_MODES)}",
+        )
     overrides = _rules_by_kind(spec.rules)
     known = {name: _problem_ids(name, ids) for name, ids in spec.problem_ids.items()}
     prepared: list[_Benchmark] = []
@@ -288,6 +297,9 @@ def _settings(spec: RunSpec, prepared: Sequence[_Benchmark]) -> RunSettings:
         limits=spec.limits,
         benchmarks=tuple(item.entry for item in prepared),
         replay_sha256=_replay_sha256(spec),
+        repair=spec.repair.rounds,
+        repair_feedback=spec.repair.feedback,
+        repair_template_sha256=RepairTemplate().sha256 if spec.repair.rounds else None,
     )
 
 
@@ -429,8 +441,12 @@ class _Run:
         self.spec, self.options, self.prepared, self.store = spec, options, prepared, store
         # A sample whose model request failed, or whose completion was not recorded, is tried
         # again when the run is resumed.
-        self.graded = {r.key for r in store.iter_samples() if r.grade.verdict not in _RETRIED}
-        self.stored = {line.key: line for line in store.iter_completions() if line.completion.error is None}
+        self.graded = {r.key for r in store.iter_samples() if not _retried(r)}
+        # (sample key, round) -> the completion stored for it (the last one written wins).
+        self.stored: dict[tuple[SampleKey, int], CompletionLine] = {
+            (line.key, line.round): line for line in store.iter_completions() if line.completion.error is None
+        }
+        self.repair = RepairTemplate() if spec.repair.rounds else None
         self.todo: list[tuple[_Benchmark, Problem, int]] = [
             (item, problem, i)
             for item in prepared
@@ -458,7 +474,10 @@ class _Run:
         self.pool_lazy = bool(self.reusable) and all(item.bench.name in self.reusable for item in prepared)
         self.pool_started = False
         self.pool_lock = asyncio.Lock()
-        needs_model = any((item.bench.name, p.id, i) not in self.stored for item, p, i in self.todo)
+        # With repair, any sample left may need a round nobody has generated yet.
+        needs_model = any(((item.bench.name, p.id, i), 0) not in self.stored for item, p, i in self.todo) or (
+            self.repair is not None and bool(self.todo)
+        )
         self.backend: Backend | None = create_backend(spec.model) if needs_model else None
         self.progress = RunProgress(
             {item.bench.name: (item.entry.title, len(item.problems) * spec.samples) for item in prepared},
@@ -470,10 +489,12 @@ class _Run:
         self.executed_now = 0
         self.reused_now = 0
 
-    def _reusable_executions(self, source: Path | None) -> dict[str, dict[tuple[str, int], SampleRecord]]:
-        """Benchmark -> (problem id, sample) -> the source's stored record, for the benchmarks whose
-        programs would run exactly as they did there; a note says why any other benchmark's
-        programs run again."""
+    def _reusable_executions(
+        self, source: Path | None
+    ) -> dict[str, dict[tuple[str, int, int], tuple[Program, Execution]]]:
+        """Benchmark -> (problem id, sample, round) -> the source's stored program and execution,
+        for the benchmarks whose programs would run exactly as they did there; a note says why
+        any other benchmark's programs run again."""
         if source is None:
             return {}
         settings = RunStore(source).read_manifest().settings
@@ -499,10 +520,18 @@ class _Run:
                 )
             else:
                 usable.add(item.bench.name)
-        reusable: dict[str, dict[tuple[str, int], SampleRecord]] = {name: {} for name in usable}
+        reusable: dict[str, dict[tuple[str, int, int], tuple[Program, Execution]]] = {
+            name: {} for name in usable
+        }
         for record in RunStore(source).iter_samples():
-            if record.benchmark in reusable and record.program.code is not None:
-                reusable[record.benchmark][(record.problem_id, record.sample_index)] = record
+            if record.benchmark not in reusable:
+                continue
+            rounds = [(0, record.program, record.execution)]
+            rounds += [(r.round, r.program, r.execution) for r in record.rounds]
+            for number, program, execution in rounds:
+                if program.code is not None:
+                    key = (record.problem_id, record.sample_index, number)
+                    reusable[record.benchmark][key] = (program, execution)
         return reusable
 
     async def execute(self) -> RunResult:
@@ -587,30 +616,108 @@ class _Run:
 
     async def _sample(self, item: _Benchmark, problem: Problem, index: int) -> None:
         key: SampleKey = (item.bench.name, problem.id, index)
-        line = self.stored.get(key)
+        line = self.stored.get((key, 0))
         if line is None:
-            line = await self._generate(item, problem, index)
+            prompt = item.renderer.render(problem, few_shot=item.shots.get(problem.id, ()))
+            line = await self._generate(item, problem, index, prompt=prompt)
         record = await self._grade(item, problem, line.prompt, line.completion)
+        if self.repair is not None:
+            record = await self._repair(item, problem, record, self.repair)
         self.store.append_sample(record)
         self.graded_now += 1
         self.progress.graded(item.bench.name, passed=record.grade.passed)
 
-    async def _generate(self, item: _Benchmark, problem: Problem, index: int) -> CompletionLine:
+    async def _repair(
+        self, item: _Benchmark, problem: Problem, record: SampleRecord, template: RepairTemplate
+    ) -> SampleRecord:
+        """``record`` (round 0) with its repair rounds: while the last round's outcome is one the
+        protocol repairs (:func:`~trex_eval.run.repair.repair_need`) and rounds are left, the
+        model is asked again with the feedback appended to the conversation.
+
+        A round's completion stored by an earlier session is reused only when it answered
+        exactly the conversation asked now (a re-run program that behaves otherwise gets its
+        feedback answered anew). A failed request ends the rounds; the sample is then tried again
+        on resume, from its stored rounds."""
+        rounds: list[RepairRound] = []
+        turns: list[tuple[Completion, str]] = []
+        completion, program, execution, grade = (
+            record.completion,
+            record.program,
+            record.execution,
+            record.grade,
+        )
+        total = self.spec.repair.rounds
+        for number in range(1, total + 1):
+            facts = repair_need(
+                problem, program, execution, grade, grader=item.plan.kind, mode=self.spec.repair.feedback
+            )
+            if facts is None:
+                break
+            feedback = template.render(facts, round_index=number, rounds=total)
+            turns.append((completion, feedback))
+            prompt = conversation(record.prompt, turns)
+            line = self.stored.get((record.key, number))
+            if line is None or line.prompt.messages != prompt.messages:
+                line = await self._generate(
+                    item, problem, record.sample_index, prompt=prompt, round_index=number
+                )
+            graded = await self._grade(item, problem, prompt, line.completion, round_index=number)
+            completion, program, execution, grade = (
+                graded.completion,
+                graded.program,
+                graded.execution,
+                graded.grade,
+            )
+            rounds.append(
+                RepairRound(
+                    round=number,
+                    failure=facts.failure,
+                    feedback=feedback,
+                    completion=completion,
+                    program=program,
+                    execution=execution,
+                    grade=grade,
+                )
+            )
+            if grade.verdict in _RETRIED:
+                break
+        return record.model_copy(update={"rounds": tuple(rounds)})
+
+    async def _generate(
+        self, item: _Benchmark, problem: Problem, index: int, *, prompt: Prompt, round_index: int = 0
+    ) -> CompletionLine:
+        """Ask the model for sample ``index`` of ``problem`` (round ``round_index``: ``prompt`` is
+        then the whole conversation) and append the answer to ``completions.jsonl`` at once."""
         assert self.backend is not None
         sampling = self.spec.model.sampling
-        prompt = item.renderer.render(problem, few_shot=item.shots.get(problem.id, ()))
         seed = None if sampling.seed is None else sampling.seed + index
         completion = await self.backend.generate(
-            GenerationRequest(problem=problem, prompt=prompt, params=sampling, sample_index=index, seed=seed)
+            GenerationRequest(
+                problem=problem,
+                prompt=prompt,
+                params=sampling,
+                sample_index=index,
+                seed=seed,
+                round=round_index,
+            )
         )
-        line = CompletionLine(benchmark=item.bench.name, prompt=prompt, completion=completion)
+        line = CompletionLine(
+            benchmark=item.bench.name, prompt=prompt, completion=completion, round=round_index
+        )
         self.store.append_completion(line)
         self.generated_now += 1
-        self.progress.generated(item.bench.name)
+        if round_index == 0:  # the progress bars count samples; repair rounds are extra requests
+            self.progress.generated(item.bench.name)
         return line
 
     async def _grade(
-        self, item: _Benchmark, problem: Problem, prompt: Prompt, completion: Completion
+        self,
+        item: _Benchmark,
+        problem: Problem,
+        prompt: Prompt,
+        completion: Completion,
+        *,
+        round_index: int = 0,
     ) -> SampleRecord:
         plan = item.plan
         program = plan.extract(completion)
@@ -624,7 +731,7 @@ class _Run:
             execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
             grade = plan.grade(problem, execution, reference_model=self.references)
         else:
-            execution = await self._execution(item, problem, program, completion.sample_index)
+            execution = await self._execution(item, problem, program, completion.sample_index, round_index)
             # Claims are verified here, off the sandbox lanes, and only where a verdict hangs on it.
             execution, grade = await asyncio.to_thread(
                 plan.judge, problem, execution, reference_model=self.references
@@ -640,12 +747,14 @@ class _Run:
             grade=grade,
         )
 
-    async def _execution(self, item: _Benchmark, problem: Problem, program: Program, index: int) -> Execution:
+    async def _execution(
+        self, item: _Benchmark, problem: Problem, program: Program, index: int, round_index: int = 0
+    ) -> Execution:
         """The stored execution of the same program when one is reusable, else a fresh run."""
-        stored = self.reusable.get(item.bench.name, {}).get((problem.id, index))
-        if stored is not None and stored.program.code == program.code:
+        stored = self.reusable.get(item.bench.name, {}).get((problem.id, index, round_index))
+        if stored is not None and stored[0].code == program.code:
             self.reused_now += 1
-            return stored.execution
+            return stored[1]
         if not self.pool_started:
             await self._start_pool()
         self.executed_now += 1
@@ -671,6 +780,13 @@ class _Run:
 
 
 _RETRIED = frozenset({Verdict.API_ERROR, Verdict.MISSING})
+
+
+def _retried(record: SampleRecord) -> bool:
+    """Whether a stored sample is tried again on resume: its model request failed, or no
+    completion was recorded for it, in round 0 or in its last repair round."""
+    last = record.rounds[-1].grade if record.rounds else record.grade
+    return record.grade.verdict in _RETRIED or last.verdict in _RETRIED
 
 
 def _failure(summary: RunSummary, records: Sequence[SampleRecord]) -> str | None:

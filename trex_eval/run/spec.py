@@ -17,7 +17,7 @@ from trex_eval.backends.base import BackendSpec
 from trex_eval.protocols import DEFAULT_PROTOCOL, get_protocol
 from trex_eval.records import FewShotStrategy, GurobiPolicy
 from trex_eval.sandbox import SandboxLimits
-from trex_eval.store import RunSettings
+from trex_eval.store import RepairFeedbackMode, RunSettings
 
 ALL_BENCHMARKS = ("nl4opt", "optibench", "b4o-feasible", "b4o-orgeval")
 
@@ -33,6 +33,17 @@ class FewShotSettings:
 
 
 @dataclass(frozen=True)
+class RepairSettings:
+    """The repair protocol (``run --repair N``): after a sample's program ran, an outcome the
+    protocol repairs (see :func:`trex_eval.run.repair.repair_need`) is fed back and the model asked
+    again, up to ``rounds`` times; ``feedback`` says what the feedback may reveal
+    (:data:`~trex_eval.store.RepairFeedbackMode`). ``rounds = 0`` is the zero-shot protocol."""
+
+    rounds: int = 0
+    feedback: RepairFeedbackMode = "execution"
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything that defines a run's results.
 
@@ -42,6 +53,7 @@ class RunSpec:
     overrides the protocol's extractor; ``limits`` the protocol's sandbox limits. ``samples``
     completions per problem use seeds ``seed + i``; ``limit`` keeps the first n problems;
     ``problem_ids`` (benchmark as requested -> ids) keeps only those problems, in benchmark order.
+    ``repair`` is the repair protocol (default: none, zero-shot).
     """
 
     model: BackendSpec
@@ -57,6 +69,7 @@ class RunSpec:
     limits: SandboxLimits | None = None
     gurobi: GurobiPolicy = "auto"
     problem_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    repair: RepairSettings = RepairSettings()
 
     def __post_init__(self) -> None:
         # A suite name (``sirl``, ``orlm``, ``all``) stands for its members (benchmarks.suites).
@@ -97,6 +110,7 @@ class RunSpec:
             problem_ids={
                 b.requested: b.problem_ids for b in settings.benchmarks if b.problem_ids is not None
             },
+            repair=RepairSettings(rounds=settings.repair, feedback=settings.repair_feedback),
         )
 
 
@@ -139,6 +153,7 @@ def model_for_protocol(model: BackendSpec, protocol: str) -> tuple[BackendSpec, 
 __all__ = [
     "ALL_BENCHMARKS",
     "FewShotSettings",
+    "RepairSettings",
     "RunOptions",
     "RunSpec",
     "model_for_protocol",

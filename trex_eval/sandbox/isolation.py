@@ -9,11 +9,15 @@ Levels, strongest first:
     gurobipy_highs layer), private ``/tmp`` and ``/dev/shm`` (size-capped), minimal ``/dev``,
     private PID namespace, killed with the harness.
 ``unshare``
-    Workers run under ``unshare``: no network, private PID and mount namespaces, but the host
-    file system stays visible (and writable where the uid may write), host unix sockets included.
+    Workers run under ``unshare``: no network, private PID and mount namespaces; in its mount
+    namespace each worker mounts a private ``/tmp`` (holding the jobs' directories, sized
+    ``disk_mib``) and ``/dev/shm`` (64 MiB), and an empty read-only ``/var/tmp``. The rest of
+    the host file system stays visible (and writable where the uid may write).
 ``rlimits``
     Plain processes with resource limits only: **the network is reachable**, and the whole host
-    file system. Chosen only when nothing stronger works (or explicitly), and always reported.
+    file system, ``/tmp`` included (bounded by ``RLIMIT_FSIZE`` per file and a free-space watch
+    per job, see ``runtime.server.DiskWatch``). Chosen only when nothing stronger works (or
+    explicitly), and always reported.
 
 At every level each job is its own process with a scrubbed environment and the limits of
 :class:`~trex_eval.sandbox.SandboxLimits`; see :mod:`trex_eval.sandbox.runtime.server` for the
@@ -48,13 +52,17 @@ _BWRAP_VIEW = (
 )
 _UNSHARE_VIEW = (
     "the whole host file system, as the jobs' uid may read (and write) it: data directories, "
-    "the checkout, results, home directories and host unix sockets included; no network "
-    "(private network namespace), private PID and mount namespaces"
+    "the checkout, results, home directories and host unix sockets included (sockets refused "
+    "by the syscall filter), except for a private size-capped /tmp (holding the job's "
+    "directory) and /dev/shm and an empty read-only /var/tmp; no network (private network "
+    "namespace), private PID and mount namespaces"
 )
 _RLIMITS_VIEW = (
     "the whole host file system, as the jobs' uid may read (and write) it: data directories, "
-    "the checkout, results, home directories and host unix sockets included; the NETWORK is "
-    "reachable; resource limits only"
+    "the checkout, results, home directories and host unix sockets included (sockets refused "
+    "by the syscall filter); the host's /tmp, /dev/shm and /var/tmp, where no file may exceed "
+    "disk_mib and a job that takes more than disk_mib of their free space is killed; the "
+    "NETWORK is reachable; resource limits only"
 )
 
 
@@ -72,9 +80,9 @@ class IsolationReport(Record):
         notes: why stronger levels were not used.
         host_view: what of the host's file system programs see at this level, in words.
         syscall_filter: every job runs under the seccomp filter of
-            :mod:`~trex_eval.sandbox.runtime.syscalls` (no memfd, System V IPC, AF_UNIX sockets
-            or io_uring), at any level; False on a machine the filter does not know, and in
-            reports written before the filter existed.
+            :mod:`~trex_eval.sandbox.runtime.syscalls` (no memfd, System V IPC, AF_UNIX
+            sockets, io_uring, namespaces, mounts, ptrace or bpf), at any level; False on a
+            machine the filter does not know, and in reports written before the filter existed.
         exposed: the host paths bound read-only into the jobs' view (``bwrap`` only; at the
             other levels everything the uid can read is visible).
         readable_hidden: directories the harness asked to hide (data directory, benchmark

@@ -400,6 +400,10 @@ def _classify(
         return _Verdict(ExecStatus.TIMEOUT, f"wall-clock limit of {limits.wall_s:g} s exceeded")
     if killed_for == "output":
         return _Verdict(ExecStatus.OUTPUT_LIMIT, f"output exceeded {limits.output_bytes} bytes")
+    if killed_for == "disk":
+        return _Verdict(
+            ExecStatus.OUTPUT_LIMIT, f"wrote more than {limits.disk_mib} MiB to the temporary file systems"
+        )
     if killed_for == "processes":
         return _Verdict(ExecStatus.KILLED, f"more than {limits.max_processes} processes")
     if number == signal.SIGXCPU or (number == signal.SIGKILL and _near_cpu_limit(reply.get("cpu_s"), limits)):

@@ -304,11 +304,14 @@ class SandboxPool:
         report = self._require_started()
         assert self._root is not None
         in_bwrap = report.level == "bwrap"
-        scratch = "/tmp" if in_bwrap else str(self._make_scratch(index))
+        # unshare: the worker mounts its own private /tmp and /dev/shm (sized, as under bwrap).
+        private = report.level == "unshare"
+        sized = (in_bwrap and report.supports_tmpfs_size) or private
+        disk_mib = self.limits.disk_mib
         config = WorkerConfig(
             preload=tuple(self.preload),
-            scratch=scratch,
-            wipe=("/tmp", "/dev/shm") if in_bwrap else (),
+            scratch="/tmp" if in_bwrap or private else str(self._make_scratch(index)),
+            wipe=("/tmp", "/dev/shm") if in_bwrap or private else (),
             keep=tuple(_kept_under_tmp(report.command)) if in_bwrap else (),
             job_uid=(200_000 + secrets.randbelow(1 << 30)) if in_bwrap and report.privileged else None,
             parent_pid=os.getpid() if report.level == "rlimits" else None,
@@ -316,7 +319,12 @@ class SandboxPool:
             highs_package=str(self.highs_package or ""),
             job_env=self._environment,
             warmable=tuple(self.warmable),
-            tmpfs_mib=self.limits.disk_mib + SHM_MIB if in_bwrap and report.supports_tmpfs_size else 0,
+            tmpfs_mib=disk_mib + SHM_MIB if sized else 0,
+            private_tmpfs=(("/tmp", disk_mib), ("/dev/shm", SHM_MIB), ("/var/tmp", 0)) if private else (),
+            disk_watch=(tempfile.gettempdir(), "/tmp", "/dev/shm", "/var/tmp")
+            if report.level == "rlimits"
+            else (),
+            disk_mib=disk_mib,
         )
         return [*report.command, *launch.runtime_command("server", config.to_json())]
 

@@ -1,5 +1,6 @@
 """Tolerance rules: ``strict`` (the default) and its parameterised relatives (``rel``, ``abs``,
-``round`` and the published conventions ``orlm`` and ``sirl``). Pure.
+``round`` and the published conventions ``orlm``, ``sirl``, ``optmath``, ``mamo`` and
+``orthought``, each citing the peer's source file in its description). Pure.
 
 One decision procedure, read top to bottom:
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import ClassVar
 
@@ -92,30 +93,52 @@ class Tolerance:
     rtol: float = 1e-4
     atol: float = 1e-6
     digits: int | None = None
+    exclusive: bool = False
+    """``|Δ| < bound`` instead of ``≤`` (ORThought's ``abs(a - b) < 0.01``)."""
+    label_digits: int | None = None
+    """Mamo's test instead: ``|Δ|·10^d < 1`` with ``d = max(label_digits, decimals written in the
+    label)``, or ``|Δ| / |ref| ≤ rtol`` (``|Δ|·1e-4 ≤ rtol`` for a zero reference, as Mamo's
+    ``comp`` computes it). ``atol`` is unused then."""
 
     def __post_init__(self) -> None:
         for key, value in (("rtol", self.rtol), ("atol", self.atol)):
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(f"tolerance {key}={value!r} must be a finite number >= 0")
 
-    def compare(self, predicted: float, reference: float) -> Comparison:
-        """Check ``predicted`` against ``reference`` (both finite)."""
+    def compare(self, predicted: float, reference: float, *, label: str | None = None) -> Comparison:
+        """Check ``predicted`` against ``reference`` (both finite); ``label``, the reference as
+        written, is read only by a ``label_digits`` test (its decimals)."""
         if self.digits is not None:
             predicted, reference = round(predicted, self.digits), round(reference, self.digits)
         abs_error = abs(predicted - reference)
-        bound = self.atol + self.rtol * abs(reference)
+        rel_error = abs_error / abs(reference) if reference else None
+        if self.label_digits is not None:
+            scale = 10.0 ** max(self.label_digits, _written_decimals(label))
+            rate = abs_error / abs(reference) if reference else abs_error * 1e-4
+            # The bound shown is the larger of the two acceptance tests'.
+            bound = max(1 / scale, self.rtol * abs(reference) if reference else self.rtol / 1e-4)
+            # Scaled before subtracting, as Mamo's script does: its verdict at the boundary is kept.
+            passed = abs(predicted * scale - reference * scale) < 1 or rate <= self.rtol
+        else:
+            bound = self.atol + self.rtol * abs(reference)
+            passed = abs_error < bound if self.exclusive else abs_error <= bound
         return Comparison(
             predicted=predicted,
             reference=reference,
             abs_error=abs_error,
             bound=bound,
-            rel_error=abs_error / abs(reference) if reference else None,
-            passed=abs_error <= bound,
+            rel_error=rel_error,
+            passed=passed,
         )
 
     def formula(self) -> str:
         """The acceptance test in words, e.g. ``|pred − ref| ≤ 1e-06 + 0.0001·|ref|``."""
-        text = f"|pred − ref| ≤ {self.atol:g} + {self.rtol:g}·|ref|"
+        if self.label_digits is not None:
+            return (
+                f"|pred − ref|·10^d < 1 with d = max({self.label_digits}, decimals written in the label), "
+                f"or |pred − ref| ≤ {self.rtol:g}·|ref|"
+            )
+        text = f"|pred − ref| {'<' if self.exclusive else '≤'} {self.atol:g} + {self.rtol:g}·|ref|"
         if self.digits is not None:
             text = f"{text} after rounding both to {self.digits} decimals"
         return text
@@ -136,6 +159,8 @@ class ToleranceRule:
     count_unverified: bool = False
     title: str = ""
     parameters: str = ""
+    source: str = ""
+    """The peer's file this convention reproduces (``owner/repo@commit path``), for the description."""
     version: str = TOLERANCE_RULE_VERSION
     kind: ClassVar[GraderKind] = GraderKind.OBJECTIVE
 
@@ -151,6 +176,8 @@ class ToleranceRule:
             text += "; a printed objective is used (status unchecked) when no solve was hooked"
         if self.count_unverified:
             text += "; claims the harness could not verify count as correct"
+        if self.source:
+            text += f" (source: {self.source})"
         return text
 
     def grade(self, execution: Execution, reference: ObjectiveReference, /) -> Grade:
@@ -283,7 +310,7 @@ class ToleranceRule:
         expected = reference.value
         if expected is None:  # excluded by check_reference; kept for the type checker
             raise GradingError(f"optimal reference without a value (label {reference.label!r})")
-        result = self.tolerance.compare(predicted, expected)
+        result = self.tolerance.compare(predicted, expected, label=reference.label)
         evidence = ObjectiveEvidence(
             predicted=predicted,
             predicted_status=status,
@@ -304,7 +331,7 @@ class ToleranceRule:
             reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}{note}"
             return self._passed(reason, evidence, unverified)
         reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}{note}"
-        if expected != 0 and self.tolerance.compare(-predicted, expected).passed:
+        if expected != 0 and self.tolerance.compare(-predicted, expected, label=reference.label).passed:
             reason += "; pred = −ref: minimise/maximise confused?"
         return self._grade(Verdict.WRONG, reason, evidence)
 
@@ -323,6 +350,12 @@ class ToleranceRule:
                 evidence,
             )
         return self._grade(Verdict.WRONG, said, evidence)
+
+
+def _written_decimals(label: str | None) -> int:
+    """Digits after the point in a label as written (``"12.50"`` -> 2; ``"3"``, ``None`` -> 0)."""
+    text = (label or "").strip()
+    return len(text.split(".", 1)[1]) if "." in text else 0
 
 
 def _verification(solve: SolveRecord) -> str:
@@ -355,7 +388,17 @@ class _Preset:
     title: str
     defaults: Tolerance
     primary: str | None = None
+    source: str = ""
 
+
+# The peers' own evaluators, at the commit they were read at (the benchmark data are pinned in
+# trex_eval/benchmarks/data_manifest.json; these files are not benchmark data).
+OPTMATH_SOURCE = "optsuite/OptMATH@b797149 eval/executor.py (ResultEvaluator.evaluate_result)"
+MAMO_SOURCE = (
+    "FreedomIntelligence/Mamo@5da0854 scripts/scripts_optimization/mamo_script_optimization/"
+    "3.run_code_comp_optimization.py (compare_output_with_standard)"
+)
+ORTHOUGHT_SOURCE = "ZJU-TSELab/ORThought@ce5dc6b analyze.py (compare_results)"
 
 PRESETS: Mapping[str, _Preset] = MappingProxyType(
     {
@@ -365,6 +408,18 @@ PRESETS: Mapping[str, _Preset] = MappingProxyType(
         "round": _Preset("rounded", Tolerance(rtol=0.0, atol=0.0), primary="digits"),
         "orlm": _Preset("ORLM convention", Tolerance(rtol=0.05, atol=0.0, digits=0)),
         "sirl": _Preset("SIRL convention |Δ|/(|ref|+1)", Tolerance(rtol=1e-6, atol=1e-6)),
+        # OptMATH: round(gt), round(pred), |Δ| / |gt| ≤ 0.05 (|pred| ≤ 0.05 for gt 0: the same).
+        # Its evaluator's conversion fallback (re-running the program with variable types,
+        # strict inequalities or the sense rewritten) is not part of this rule.
+        "optmath": _Preset(
+            "OptMATH convention", Tolerance(rtol=0.05, atol=0.0, digits=0), source=OPTMATH_SOURCE
+        ),
+        "mamo": _Preset(
+            "Mamo convention", Tolerance(rtol=1e-4, atol=0.0, label_digits=2), source=MAMO_SOURCE
+        ),
+        "orthought": _Preset(
+            "ORThought convention", Tolerance(rtol=0.0, atol=0.01, exclusive=True), source=ORTHOUGHT_SOURCE
+        ),
     }
 )
 """The tolerance families of :mod:`trex_eval.grading.registry`, by name."""
@@ -390,7 +445,9 @@ def build(spec: RuleSpec) -> ToleranceRule:
             hint=f"e.g. {spec.name}:{'2' if preset.primary == 'digits' else '1e-4'}",
         )
     defaults = preset.defaults
-    tolerance = Tolerance(
+    # replace(): a preset's own tests (exclusive bound, label decimals) are kept.
+    tolerance = replace(
+        defaults,
         rtol=spec.number("rtol", values["rtol"]) if "rtol" in values else defaults.rtol,
         atol=spec.number("atol", values["atol"]) if "atol" in values else defaults.atol,
         digits=spec.integer("digits", values["digits"]) if "digits" in values else defaults.digits,
@@ -409,6 +466,7 @@ def build(spec: RuleSpec) -> ToleranceRule:
         use_printed=printed,
         count_unverified=trusting,
         title=preset.title,
+        source=preset.source,
         parameters=_canonical(tolerance, printed=printed, trusting=trusting, preset=preset),
     )
 

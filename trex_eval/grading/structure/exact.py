@@ -1,4 +1,5 @@
-"""ORGEval structural equivalence decided exactly: rule ``orgeval-exact@1``.
+"""ORGEval structural equivalence decided exactly: rule ``orgeval-exact@1``, the default for
+structure-graded benchmarks.
 
 Two models are equivalent when one is the other up to renaming and reordering of variables and
 constraints and the normalisations of the canonical form; the rule decides that as an

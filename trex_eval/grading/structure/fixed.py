@@ -1,5 +1,7 @@
 """ORGEval structural equivalence with the reference harness's defects fixed: rule
-``orgeval-fixed@1``, the default for structure-graded benchmarks.
+``orgeval-fixed@1``, the default for structure-graded benchmarks until ``orgeval-exact@1``
+(:mod:`.exact`) decided every item it leaves ``not_determinable``; kept for comparison with
+results graded by it.
 
 Algorithm (compare :mod:`trex_eval.protocols.trex_compat.structure`):
 

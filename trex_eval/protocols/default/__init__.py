@@ -2,7 +2,7 @@
 
 * extraction: the benchmark's extractor (``default``: the last complete Python block after the
   reasoning, see :mod:`trex_eval.extract`);
-* rule: the benchmark's rule (``strict`` for objective benchmarks, ``orgeval-fixed`` for
+* rule: the benchmark's rule (``strict`` for objective benchmarks, ``orgeval-exact`` for
   structure ones), with the YAML's ``rtol``/``atol`` applied;
 * the program runs unchanged, its instance file in its working directory; objective programs are
   expected to solve something (``no_solve`` otherwise);

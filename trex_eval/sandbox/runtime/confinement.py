@@ -24,6 +24,8 @@ class Confinement:
         self.job_uid: int | None = None
         self.nproc_base: int | None = None
         self.notes: list[str] = []
+        self.kept: tuple[str, ...] = ()
+        """Entries of a private ``/tmp`` bound back from the host (the wipe leaves them alone)."""
 
 
 def take_protocol_descriptors() -> tuple[int, int]:
@@ -81,6 +83,52 @@ def enter_job_namespaces(
     confinement.pid_namespace_fd = _try_pid_namespace_switch()
     if confinement.pid_namespace_fd is None:
         confinement.notes.append("no PID namespace per job even in an own user namespace")
+
+
+def _top_entries(directory: str, paths: list[str]) -> list[str]:
+    """The entries of ``directory`` that ``paths`` (their real paths too) lie in."""
+    found = set()
+    prefix = directory.rstrip("/") + "/"
+    for path in paths:
+        for candidate in (os.path.abspath(path), os.path.realpath(path)):
+            if candidate.startswith(prefix):
+                found.add(prefix + candidate[len(prefix) :].split("/")[0])
+    return sorted(found)
+
+
+def mount_private_tmpfs(config: WorkerConfig, confinement: Confinement) -> None:
+    """Mount the ``config.private_tmpfs`` file systems over their paths in this worker's own
+    mount namespace (``unshare`` gives it one; propagation there is private, so the host never
+    sees them): each of the given size, world-writable with the sticky bit, ``nosuid,nodev``;
+    size 0 means an empty read-only one. Entries of a hidden directory that the worker still
+    needs (an interpreter or checkout under ``/tmp``) are bound back read-only first.
+
+    Raises:
+        OSError: a mount failed (the worker must not serve with the host's ``/tmp`` instead).
+    """
+    for path, mib in config.private_tmpfs:
+        kept = _top_entries(path, [*_needed_paths(config), sys.prefix, sys.base_prefix])
+        # O_PATH handles keep the host's entries reachable once the tmpfs hides them.
+        handles = {entry: os.open(entry, os.O_PATH | os.O_CLOEXEC) for entry in kept}
+        try:
+            options = f"size={mib}m,mode=1777" if mib else "size=4k,mode=0755"
+            native.mount("tmpfs", path, "tmpfs", native.MS_NOSUID | native.MS_NODEV, options)
+            for entry, handle in handles.items():
+                if os.path.isdir(f"/proc/self/fd/{handle}"):
+                    os.mkdir(entry, 0o755)
+                else:
+                    os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
+                native.mount(f"/proc/self/fd/{handle}", entry, "", native.MS_BIND)
+                native.remount_read_only(entry)
+        finally:
+            for handle in handles.values():
+                os.close(handle)
+        if not mib:
+            native.remount_read_only(path)
+        confinement.kept += tuple(kept)
+        confinement.notes.append(
+            f"private tmpfs over {path}" + (f" ({mib} MiB)" if mib else " (empty, read-only)")
+        )
 
 
 def _needed_paths(config: WorkerConfig) -> list[str]:

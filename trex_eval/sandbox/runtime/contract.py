@@ -36,6 +36,16 @@ class WorkerConfig(NamedTuple):
         tmpfs_mib: MiB of size-capped private tmpfs every job can fill (``/tmp`` + ``/dev/shm``
             under bubblewrap; 0 elsewhere): taken off each job's address-space allowance, since
             tmpfs is memory (see ``SandboxLimits.memory_mib``).
+        private_tmpfs: ``(path, MiB)`` tmpfs the worker mounts over ``path`` in its own mount
+            namespace before it serves (``unshare`` level: ``/tmp`` of ``disk_mib``, ``/dev/shm``
+            of ``SHM_MIB``, and ``/var/tmp`` with 0: empty and read-only), so that what jobs write
+            there is bounded and private. Entries of ``/tmp`` that hold the interpreter or the
+            runtime are bound back read-only (and kept by the wipe).
+        disk_watch: directories whose file systems' free space the worker watches while a job
+            runs (``rlimits`` level, where ``/tmp`` is the host's): a job that makes them lose
+            more than ``disk_mib`` MiB in all is killed (``killed_for="disk"``).
+        disk_mib: the pool's ``SandboxLimits.disk_mib``: the disk watch's budget, and a cap on
+            every job's ``RLIMIT_FSIZE`` (0: no cap).
     """
 
     preload: tuple[str, ...]
@@ -50,6 +60,9 @@ class WorkerConfig(NamedTuple):
     warmable: tuple[str, ...] = ()
     warm_after: int = 2
     tmpfs_mib: int = 0
+    private_tmpfs: tuple[tuple[str, int], ...] = ()
+    disk_watch: tuple[str, ...] = ()
+    disk_mib: int = 0
 
     def to_json(self) -> str:
         return json.dumps(self._asdict())
@@ -60,5 +73,5 @@ class WorkerConfig(NamedTuple):
         fields = json.loads(text)
         for key, value in fields.items():
             if isinstance(value, list):
-                fields[key] = tuple(value)
+                fields[key] = tuple(tuple(item) if isinstance(item, list) else item for item in value)
         return cls(**fields)

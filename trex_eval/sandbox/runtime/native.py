@@ -13,6 +13,17 @@ import platform
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+# statvfs(2) f_flag bits that are also mount(2) flags of the same value (nosuid, nodev, noexec,
+# synchronous, mandlock, noatime, nodiratime, relatime): a bind remount inside a user namespace
+# must repeat those the mount already has (the kernel locks them), or it fails with EPERM.
+_STATVFS_MOUNT_FLAGS = 0x2 | 0x4 | 0x8 | 0x10 | 0x40 | 0x400 | 0x800 | 0x1000
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
@@ -91,3 +102,21 @@ def write_id_maps(uid: int, gid: int) -> None:
         handle.write("deny\n")
     with open("/proc/self/gid_map", "w") as handle:
         handle.write(f"{gid} {gid} 1\n")
+
+
+def mount(source: str, target: str, fstype: str, flags: int = 0, data: str = "") -> None:
+    """``mount(2)``; empty strings are passed as NULL."""
+
+    def text(value: str) -> bytes | None:
+        return os.fsencode(value) if value else None
+
+    _check(
+        _libc.mount(text(source), text(target), text(fstype), ctypes.c_ulong(flags), text(data)),
+        f"mount {target}",
+    )
+
+
+def remount_read_only(target: str) -> None:
+    """Make the mount at ``target`` read-only (a bind remount keeping the flags it has)."""
+    kept = os.statvfs(target).f_flag & _STATVFS_MOUNT_FLAGS
+    mount("", target, "", MS_REMOUNT | MS_BIND | MS_RDONLY | kept)

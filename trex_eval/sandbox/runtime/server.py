@@ -38,6 +38,7 @@ from .confinement import (
     calibrate_process_limit,
     check_job_uid,
     enter_job_namespaces,
+    mount_private_tmpfs,
     take_protocol_descriptors,
 )
 from .contract import PROGRAM_FILE, WorkerConfig
@@ -46,6 +47,7 @@ from .processes import descendants, kill_quietly, sweep_descendants
 from .warming import Warmer
 
 _TICK_S = 0.02
+_DISK_SLACK = 1 << 20
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -57,6 +59,8 @@ def main(argv: list[str]) -> int:
         if os.getppid() != config.parent_pid:
             return 1
     confinement = Confinement()
+    # First, while the worker is (mapped) root of the mount namespace it was started in.
+    mount_private_tmpfs(config, confinement)
     enter_job_namespaces(config, confinement, proto_in, proto_out)
     native.prctl(native.PR_SET_CHILD_SUBREAPER, 1)
     check_job_uid(config, confinement)
@@ -148,7 +152,9 @@ class Server:
                 cpu_s=float(limits["cpu_s"]),
                 # Read here, not in the job: the first /proc read after a fork costs ~0.3 ms.
                 address_space_bytes=_address_space_bytes() + (self._allowance_mib(limits) << 20),
-                file_size_mib=int(limits["file_size_mib"]),
+                # No single file larger than the worker's disk either: where a job can write to
+                # the host's disk (unshare, rlimits), that bounds each file it writes there.
+                file_size_mib=min(int(limits["file_size_mib"]), self.config.disk_mib or 1 << 30),
                 nofile=1024,
                 nproc_limit=(
                     None
@@ -200,7 +206,9 @@ class Server:
                 os.close(fd)
             channel.close()
             try:
-                problems = workdir_files.wipe(workdir, tmpdir, self.config.wipe, self.config.keep)
+                problems = workdir_files.wipe(
+                    workdir, tmpdir, self.config.wipe, (*self.config.keep, *self.confinement.kept)
+                )
             except Exception as error:
                 problems = [f"{type(error).__name__}: {error}"]
             if problems:
@@ -236,6 +244,7 @@ class Server:
         output_cap = int(limits["output_bytes"])
         max_processes = int(limits["max_processes"])
         poll_processes = self.confinement.nproc_base is None
+        disk = DiskWatch(self.config.disk_watch, self.config.disk_mib << 20)
         pidfd = os.pidfd_open(pid)
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
@@ -251,6 +260,8 @@ class Server:
                     killed_for = "output"
                 elif poll_processes and len(descendants(pid)) + 1 > max_processes:
                     killed_for = "processes"
+                elif disk.exceeded():
+                    killed_for = "disk"
                 if killed_for:
                     self._kill(pidfd, pid)
                     break
@@ -264,6 +275,44 @@ class Server:
         if self.confinement.pid_namespace_fd is None:
             for victim in descendants(pid):
                 kill_quietly(victim)
+
+
+class DiskWatch:
+    """The free space of the file systems holding ``directories``, at the start of a job, and
+    whether the job has since taken more than ``budget`` bytes of it in all.
+
+    A poll, not a quota: where ``/tmp`` is the host's (``rlimits``), nothing else bounds what a
+    job writes there. Another process's writes to the same file systems count too, and a fast
+    writer gets up to one tick's worth past the budget before it is killed. The budget has
+    :data:`_DISK_SLACK` on top for file-system metadata (a file of exactly ``disk_mib``, which
+    ``RLIMIT_FSIZE`` allows, takes a little more than that)."""
+
+    def __init__(self, directories: tuple[str, ...], budget: int) -> None:
+        self.budget = budget + _DISK_SLACK
+        self.paths: list[str] = []
+        devices: set[int] = set()
+        for path in directories if budget > 0 else ():
+            try:
+                device = os.stat(path).st_dev
+            except OSError:
+                continue
+            if device not in devices:
+                devices.add(device)
+                self.paths.append(path)
+        self.start = self._free()
+
+    def _free(self) -> int:
+        total = 0
+        for path in self.paths:
+            try:
+                found = os.statvfs(path)
+            except OSError:
+                continue
+            total += found.f_bavail * found.f_frsize
+        return total
+
+    def exceeded(self) -> bool:
+        return bool(self.paths) and self.start - self._free() > self.budget
 
 
 def files_budget_bytes(limits: dict[str, Any]) -> int:

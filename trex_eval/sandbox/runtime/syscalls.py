@@ -2,7 +2,7 @@
 
 Installed by each job process on itself just before the program runs (after ``no_new_privs``, so
 no privilege is needed) and inherited by everything the program starts; it cannot be removed.
-Refused calls fail with ``EPERM``; nothing else changes. What is refused and why:
+Refused calls fail with ``EPERM`` (``clone3`` with ``ENOSYS``); nothing else changes. What is refused and why:
 
 * ``memfd_create``: anonymous files hold memory that ``RLIMIT_AS`` does not count (48 memfds held
   3 GiB under a 2 GiB limit), and they outlive any mapping of them.
@@ -12,7 +12,21 @@ Refused calls fail with ``EPERM``; nothing else changes. What is refused and why
   does not cover filesystem sockets, and ``connect``/``sendto`` work on a read-only mount, so a
   socket a host process creates in any bound directory (now or later) would be reachable. A
   stream ``socketpair`` is allowed: its ends are connected to each other only.
-* ``io_uring_setup``: io_uring performs socket and file operations that seccomp never sees.
+* ``io_uring_setup`` (and ``io_uring_enter``/``io_uring_register``): io_uring performs socket
+  and file operations that seccomp never sees.
+* new namespaces: ``unshare``, ``setns``, and ``clone`` with any ``CLONE_NEW*`` flag. In a user
+  namespace of its own a job is root there and may mount a tmpfs of any size (memory no limit
+  counts) or hide the view's masks; nothing a program needs creates namespaces. ``clone3``
+  fails with ``ENOSYS`` instead (its flags are in memory, where seccomp cannot look), so the C
+  library falls back to ``clone``, which is checked.
+* mounting (``mount``, ``umount2``, ``pivot_root``, ``chroot``, the new mount API), should a
+  job ever hold a capability.
+* reaching other processes' memory or the kernel's: ``ptrace``, ``process_vm_readv``/``writev``,
+  ``kcmp``, ``pidfd_getfd``, ``bpf``, ``perf_event_open``, ``userfaultfd``, the key
+  retention service (``add_key``, ``request_key``, ``keyctl``: kernel memory that outlives the
+  job, shared by every process of a uid), ``open_by_handle_at``/``name_to_handle_at`` (file
+  handles bypass the mount view), ``memfd_secret`` (memory as ``memfd_create``), module, kexec,
+  swap, reboot, accounting, quota and port-I/O calls.
 * every system call of another ABI (i386 ``int 0x80``, x32): their numbers differ, so a filter
   written for the native numbers would not apply to them.
 
@@ -34,16 +48,64 @@ SECCOMP_MODE_FILTER = 2
 
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_BIT = 0x40000000
-_NUMBERS = {
-    # name: (x86_64, aarch64)
+_NUMBERS: dict[str, tuple[int | None, int | None]] = {
+    # name: (x86_64, aarch64); None where the call does not exist
     "memfd_create": (319, 279),
+    "memfd_secret": (447, 447),
     "shmget": (29, 194),
     "msgget": (68, 186),
     "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "unshare": (272, 97),
+    "setns": (308, 268),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "chroot": (161, 51),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+    "ptrace": (101, 117),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "kcmp": (312, 272),
+    "pidfd_getfd": (438, 438),
+    "bpf": (321, 280),
+    "perf_event_open": (298, 241),
+    "userfaultfd": (323, 282),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "keyctl": (250, 219),
+    "open_by_handle_at": (304, 265),
+    "name_to_handle_at": (303, 264),
+    "init_module": (175, 105),
+    "finit_module": (313, 273),
+    "delete_module": (176, 106),
+    "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294),
+    "swapon": (167, 224),
+    "swapoff": (168, 225),
+    "reboot": (169, 142),
+    "acct": (163, 89),
+    "quotactl": (179, 60),
+    "iopl": (172, None),
+    "ioperm": (173, None),
+    "clone": (56, 220),
+    "clone3": (435, 435),
     "socket": (41, 198),
     "socketpair": (53, 199),
 }
-_REFUSED = ("memfd_create", "shmget", "msgget", "io_uring_setup")
+_CHECKED = ("clone", "clone3", "socket", "socketpair")
+_REFUSED = tuple(name for name in _NUMBERS if name not in _CHECKED)
+"""Refused whatever their arguments (the others are checked below)."""
+_CLONE_NEW = 0x7E020000
+"""``CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
+CLONE_NEWNET`` (``CLONE_NEWTIME`` exists for ``clone3`` and ``unshare`` only)."""
 _AF_UNIX = 1
 _SOCK_STREAM = 1
 _SOCK_TYPE_MASK = 0xF  # SOCK_NONBLOCK / SOCK_CLOEXEC are flags above the type
@@ -56,6 +118,7 @@ SUPPORTED = MACHINE in _AUDIT_ARCH
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
 _JGE_K = 0x35
+_JSET_K = 0x45
 _AND_K = 0x54
 _RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
@@ -73,7 +136,7 @@ class _Program(ctypes.Structure):
 def program(machine: str = MACHINE) -> list[tuple[int, int, int, int]]:
     """The filter as ``(code, jt, jf, k)`` instructions for ``machine`` (KeyError if unknown)."""
     column = 0 if machine == "x86_64" else 1
-    number = {name: numbers[column] for name, numbers in _NUMBERS.items()}
+    number = {name: found for name, numbers in _NUMBERS.items() if (found := numbers[column]) is not None}
     deny = (_RET_K, 0, 0, _RET_ERRNO | errno.EPERM)
     allow = (_RET_K, 0, 0, _RET_ALLOW)
     code: list[tuple[int, int, int, int]] = [
@@ -84,16 +147,15 @@ def program(machine: str = MACHINE) -> list[tuple[int, int, int, int]]:
     ]
     if machine == "x86_64":
         code += [(_JGE_K, 0, 1, _X32_BIT), deny]
-    for name in _REFUSED:
-        code += [(_JEQ_K, 0, 1, number[name]), deny]
+    blocks = {number[name]: [deny] for name in _REFUSED if name in number}
+    # clone3(2): ENOSYS, so that the C library uses clone(2), whose flags seccomp can see.
+    blocks[number["clone3"]] = [(_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS)]
+    # clone(2): refuse every CLONE_NEW* flag (the flags are its first argument on both).
+    blocks[number["clone"]] = [(_LD_W_ABS, 0, 0, _ARG0), (_JSET_K, 0, 1, _CLONE_NEW), deny, allow]
     # socket(2): refuse AF_UNIX.
-    code += [
-        (_JEQ_K, 0, 3, number["socket"]),
-        (_LD_W_ABS, 0, 0, _ARG0),
-        (_JEQ_K, 0, 1, _AF_UNIX),
-        deny,
-        # socketpair(2): AF_UNIX only as a stream pair.
-        (_JEQ_K, 0, 6, number["socketpair"]),
+    blocks[number["socket"]] = [(_LD_W_ABS, 0, 0, _ARG0), (_JEQ_K, 0, 1, _AF_UNIX), deny, allow]
+    # socketpair(2): AF_UNIX only as a stream pair.
+    blocks[number["socketpair"]] = [
         (_LD_W_ABS, 0, 0, _ARG0),
         (_JEQ_K, 0, 4, _AF_UNIX),
         (_LD_W_ABS, 0, 0, _ARG1),
@@ -102,7 +164,30 @@ def program(machine: str = MACHINE) -> list[tuple[int, int, int, int]]:
         deny,
         allow,
     ]
+    code += _search(sorted(blocks), blocks, allow)
     return code
+
+
+def _search(
+    numbers: list[int],
+    blocks: dict[int, list[tuple[int, int, int, int]]],
+    allow: tuple[int, int, int, int],
+) -> list[tuple[int, int, int, int]]:
+    """A binary search over the sorted system call ``numbers`` (loaded in the accumulator):
+    each one runs its block (every block ends in a return), every other number is allowed.
+    Every system call of a job runs the filter: a search costs a handful of comparisons where
+    a linear scan costs one per refused call (~60 ns per system call, measured)."""
+    if len(numbers) <= 3:
+        code: list[tuple[int, int, int, int]] = []
+        for value in numbers:
+            code += [(_JEQ_K, 0, len(blocks[value]), value), *blocks[value]]
+        return [*code, allow]
+    middle = len(numbers) // 2
+    upper = _search(numbers[middle:], blocks, allow)
+    lower = _search(numbers[:middle], blocks, allow)
+    if len(upper) > 255:  # jump offsets are 8 bits
+        raise ValueError("seccomp filter too large for one jump")
+    return [(_JGE_K, 0, len(upper), numbers[middle]), *upper, *lower]
 
 
 def encode(instructions: list[tuple[int, int, int, int]]) -> bytes:
