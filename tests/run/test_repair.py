@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from fake_server import Action, Delay, FakeOpenAIServer, Reply
+from fake_server import Action, Delay, FakeOpenAIServer, Reply, Status
 
 from trex_eval.backends.base import BackendSpec
 from trex_eval.backends.reference import reference_completion_text
@@ -32,8 +32,11 @@ from trex_eval.records import (
     SamplingParams,
     SolveRecord,
     SolveStatus,
+    StructureReference,
     Verdict,
 )
+from trex_eval.report import load_runs, render_comparison_markdown
+from trex_eval.report.compare import compare_runs, comparison_frame
 from trex_eval.report.summary import summarize
 from trex_eval.run import pipeline as runner
 from trex_eval.run.regrade import CompletionFields, plan_regrade, run_regrade
@@ -99,7 +102,7 @@ class _Model:
         return Reply(text=self.correct(i))
 
 
-def _spec(base_url: str, *, limit: int, rounds: int = 2) -> RunSpec:
+def _spec(base_url: str, *, limit: int, rounds: int = 2, benchmark: str = "nl4opt") -> RunSpec:
     model = BackendSpec(
         name="stand-in",
         backend="openai",
@@ -109,7 +112,7 @@ def _spec(base_url: str, *, limit: int, rounds: int = 2) -> RunSpec:
     )
     return RunSpec(
         model=model,
-        benchmarks=("nl4opt",),
+        benchmarks=(benchmark,),
         limit=limit,
         prompt_set="neutral",
         repair=RepairSettings(rounds=rounds),
@@ -210,6 +213,56 @@ def test_repair_rounds_over_nl4opt(tmp_path: Path, data_dir: Path) -> None:
     assert manifest.settings.repair_template_sha256 == RepairTemplate().sha256
 
 
+def test_repair_of_structure_graded_programs(tmp_path: Path, data_dir: Path) -> None:
+    # B4O-ORGEval: the program must write its model; the structure rule grades every round.
+    problems = load_benchmark("b4o-orgeval", data_dir=data_dir).problems[:3]
+    broken = {
+        1: lambda i: f"import gurobipy as gp\nm = gp.Model(  # case P{i}\n",
+        2: lambda i: f"print('case P{i}: the model is clear enough without writing it')\n",
+    }
+
+    def script(key: str, attempt: int) -> Action:
+        found = _MARK.search(key)
+        if found is None:
+            i = next(i for i, p in enumerate(problems) if p.question.strip()[:120] in key)
+            return Reply(text=_fence(broken[i](i)) if i in broken else reference_completion_text(problems[i]))
+        return Reply(text=reference_completion_text(problems[int(found.group(1))]))
+
+    with FakeOpenAIServer(script) as server:
+        result = runner.run(
+            _spec(server.base_url, limit=3, rounds=1, benchmark="b4o-orgeval"),
+            RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False),
+        )
+        feedback_sent = _feedback_messages(server)
+    records = {r.problem_id: r for r in RunStore(tmp_path / "run").iter_samples()}
+    ids = [p.id for p in problems]
+    assert [records[i].grade.verdict for i in ids] == [
+        Verdict.CORRECT,
+        Verdict.SYNTAX_ERROR,
+        Verdict.NO_SOLVE,
+    ]
+    assert {i: [(r.failure, r.grade.verdict, r.grade.rule) for r in records[i].rounds] for i in ids} == {
+        ids[0]: [],
+        ids[1]: [("syntax_error", Verdict.CORRECT, records[ids[0]].grade.rule)],
+        ids[2]: [("no_solve", Verdict.CORRECT, records[ids[0]].grade.rule)],
+    }
+    assert records[ids[0]].grade.rule.startswith("orgeval-exact@")
+    bench = result.summary.benchmarks[0]
+    assert bench.repair is not None and bench.repair.pass_at_1 == {0: 1 / 3, 1: 1.0}
+    # The feedback never quotes the reference model: no line of any reference LP file appears.
+    assert len(feedback_sent) == 2
+    for problem in problems:
+        reference = problem.reference
+        assert isinstance(reference, StructureReference)
+        lines = {
+            line.strip()
+            for line in Path(reference.lp_path).read_text().splitlines()
+            if len(line.strip()) > 12
+        }
+        for message in feedback_sent:
+            assert not [line for line in lines if line in message], message
+
+
 def test_zero_rounds_is_the_zero_shot_protocol(tmp_path: Path, data_dir: Path) -> None:
     problems = load_benchmark("nl4opt", data_dir=data_dir).problems[:3]
     model = _Model(problems)
@@ -241,6 +294,22 @@ def test_zero_rounds_is_the_zero_shot_protocol(tmp_path: Path, data_dir: Path) -
     bench = repaired.summary.benchmarks[0]
     assert bench.repair is not None and bench.pass_at_1 == plain.summary.benchmarks[0].pass_at_1
     assert bench.repair.pass_at_1[0] == bench.pass_at_1 < bench.repair.pass_at_1[1]
+    # compare: the zero-shot answers are paired as for any run; the repaired scores stand apart.
+    comparison = compare_runs(load_runs([tmp_path / "plain", tmp_path / "repaired"]))
+    pair = comparison.comparisons[0].benchmarks[0]
+    assert (pair.baseline_pass_at_1, pair.candidate_pass_at_1, pair.difference) == (1 / 3, 1 / 3, 0.0)
+    assert pair.repaired is not None
+    assert pair.repaired.baseline_rounds == (1 / 3,)
+    assert pair.repaired.candidate_rounds == (1 / 3, 1.0)
+    assert abs(pair.repaired.difference - 2 / 3) < 1e-12
+    row = comparison_frame(comparison).iloc[0]
+    assert (row["diff_pp"], row["candidate_repair_rounds"], round(row["repaired_diff_pp"], 9)) == (
+        0.0,
+        1,
+        round(200 / 3, 9),
+    )
+    markdown = render_comparison_markdown(comparison)
+    assert "| nl4opt | 33.33 | 33.33 → 100.00 | +66.67 [" in markdown
 
 
 def test_resume_after_kill_9_mid_round(tmp_path: Path, data_dir: Path) -> None:
@@ -305,6 +374,50 @@ def test_resume_after_kill_9_mid_round(tmp_path: Path, data_dir: Path) -> None:
     assert all(records[p.id].grade_after(2).passed for p in problems)
     bench = resumed.summary.benchmarks[0]
     assert bench.repair is not None and bench.repair.pass_at_1 == {0: 0.2, 1: 0.8, 2: 1.0}
+
+
+def test_a_failed_request_in_a_repair_round_is_asked_again_on_resume(tmp_path: Path, data_dir: Path) -> None:
+    # Round 1's request is refused (HTTP 400, not retried): the rounds end with an API error and
+    # the sample is counted failed after round 1; a resume asks that round only, not round 0.
+    problems = load_benchmark("nl4opt", data_dir=data_dir).problems[:3]
+    model = _Model(problems)
+    refuse = [True]
+
+    def script(key: str, attempt: int) -> Action:
+        if refuse[0] and _MARK.search(key):
+            return Status(400)
+        return model.script(key, attempt)
+
+    run_dir = tmp_path / "run"
+    with FakeOpenAIServer(script) as server:
+        first = runner.run(
+            _spec(server.base_url, limit=3, rounds=1),
+            RunOptions(data_dir=data_dir, out=run_dir, show_progress=False),
+        )
+        records = {r.problem_id: r for r in RunStore(run_dir).iter_samples()}
+        ids = [p.id for p in problems]
+        assert [[(r.failure, r.grade.verdict) for r in records[i].rounds] for i in ids] == [
+            [],
+            [("syntax_error", Verdict.API_ERROR)],
+            [("runtime_error", Verdict.API_ERROR)],
+        ]
+        bench = first.summary.benchmarks[0]
+        assert bench.repair is not None and bench.repair.pass_at_1 == {0: 1 / 3, 1: 1 / 3}
+        before = len(server.chat_requests())
+        refuse[0] = False
+        resumed = runner.run(
+            runner.resume_spec(run_dir), RunOptions(data_dir=data_dir, out=run_dir, show_progress=False)
+        )
+        asked_again = [seen.key or "" for seen in server.chat_requests()][before:]
+    assert len(asked_again) == 2 and all(_MARK.search(key) for key in asked_again)
+    records = {r.problem_id: r for r in RunStore(run_dir).iter_samples()}
+    assert [[r.grade.verdict for r in records[i].rounds] for i in ids] == [
+        [],
+        [Verdict.CORRECT],
+        [Verdict.CORRECT],
+    ]
+    bench = resumed.summary.benchmarks[0]
+    assert bench.repair is not None and bench.repair.pass_at_1 == {0: 1 / 3, 1: 1.0}
 
 
 def test_what_is_repaired_never_depends_on_the_label(data_dir: Path) -> None:

@@ -164,7 +164,7 @@ def compare(
         select_baseline,
         write_comparison_csv,
     )
-    from trex_eval.report.terminal import comparison_table, warnings_of
+    from trex_eval.report.terminal import comparison_table, repaired_comparison_table, warnings_of
 
     loaded = load_runs(_run_dirs(runs))
     index = select_baseline(loaded, baseline) if baseline is not None else 0
@@ -174,6 +174,9 @@ def compare(
         echo_text(markdown)
     else:
         out.print(comparison_table(result))
+        repaired = repaired_comparison_table(result)
+        if repaired is not None:
+            out.print(repaired)
         for warning in warnings_of(result):
             err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if csv_out is not None:

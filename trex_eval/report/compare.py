@@ -19,6 +19,12 @@ may use different grading rules (comparing rules on the same completions is a le
 ablation): both rules are printed and a warning says so. Problems neither run stored count as
 failed in both (concordant); a problem only one run stored counts as failed in the other.
 
+**Repair runs** (``run --repair N``) are compared on their zero-shot answers (round 0) like any
+run, so the main difference is never a mix of repaired and zero-shot scores. Beside it, when
+either run repaired, :class:`RepairedPair` holds each run's pass@1 after every round and the
+paired difference after the last round of each (a zero-shot run's last round is its only one):
+the "does repair pay" ablation, in columns of its own.
+
 ``common=True`` (``compare --common``) pairs runs of different selections (``--limit 20``
 against a full run) on the problems both stored: each shared benchmark is cut down to those
 problems, and a warning says so.
@@ -38,6 +44,19 @@ from trex_eval.records import Record
 from trex_eval.report.intervals import IntervalSettings, stratified_bootstrap_ci
 from trex_eval.report.runs import BenchmarkResults, RunResults, natural_key
 from trex_eval.report.summary import RunIdentity, distinct_labels, identify
+
+
+class RepairedPair(Record):
+    """Scores after repair rounds (fractions). ``baseline_rounds[k]`` / ``candidate_rounds[k]``
+    is pass@1 with each sample graded by its last round up to ``k`` (one entry for a zero-shot
+    run); ``difference`` = candidate − baseline after the last round of each, paired over
+    problems, with its interval ``[ci_low, ci_high]``."""
+
+    baseline_rounds: tuple[float, ...]
+    candidate_rounds: tuple[float, ...]
+    difference: float
+    ci_low: float
+    ci_high: float
 
 
 class PairedBenchmark(Record):
@@ -63,6 +82,8 @@ class PairedBenchmark(Record):
     mcnemar_p: float
     gained: tuple[str, ...]
     dropped: tuple[str, ...]
+    repaired: RepairedPair | None = None
+    """Scores after repair (``None`` unless either run was made with ``--repair``)."""
 
 
 class PairedOverall(Record):
@@ -184,7 +205,12 @@ def _compare_pair(
     pairs = []
     differences: list[list[float]] = []
     for name in names:
-        paired, diffs = _pair(baseline.benchmark(name), candidate.benchmark(name), interval)
+        paired, diffs = _pair(
+            baseline.benchmark(name),
+            candidate.benchmark(name),
+            interval,
+            rounds=(baseline.manifest.settings.repair, candidate.manifest.settings.repair),
+        )
         pairs.append(paired)
         differences.append(diffs)
         if paired.baseline_rule != paired.candidate_rule:
@@ -212,8 +238,13 @@ def comparison_frame(result: ComparisonSet) -> pd.DataFrame:
     rule_candidate, dataset_sha256, n, baseline_pass@1_pct, candidate_pass@1_pct, diff_pp,
     ciNN_low_pp, ciNN_high_pp, won, lost, both, neither, mcnemar_p, gained_ids, dropped_ids``.
     Differences are in percentage points; flipped ids are space-separated. In ``overall`` rows the
-    scores are macro means and ``mcnemar_p`` is pooled over problems."""
+    scores are macro means and ``mcnemar_p`` is pooled over problems. When a compared run was made
+    with ``--repair``, six more columns hold the scores after repair (:class:`RepairedPair`):
+    ``baseline_repair_rounds, candidate_repair_rounds, baseline_pass@1_repaired_pct,
+    candidate_pass@1_repaired_pct, repaired_diff_pp, repaired_ciNN_low_pp, repaired_ciNN_high_pp``
+    (after the last round of each run; empty in ``overall`` rows and for unrepaired pairs)."""
     ci = f"ci{result.interval.confidence * 100:g}"
+    repair_columns = any(pair.repaired for comparison in result.comparisons for pair in comparison.benchmarks)
     records: list[dict[str, object]] = []
     for comparison in result.comparisons:
         head: dict[str, object] = {
@@ -244,6 +275,7 @@ def comparison_frame(result: ComparisonSet) -> pd.DataFrame:
                     "gained_ids": " ".join(pair.gained),
                     "dropped_ids": " ".join(pair.dropped),
                 }
+                | (_repaired_columns(pair.repaired, ci) if repair_columns else {})
             )
         overall = comparison.overall
         if overall is not None:
@@ -268,8 +300,33 @@ def comparison_frame(result: ComparisonSet) -> pd.DataFrame:
                     "gained_ids": None,
                     "dropped_ids": None,
                 }
+                | (_repaired_columns(None, ci) if repair_columns else {})
             )
     return pd.DataFrame.from_records(records)
+
+
+def _repaired_columns(repaired: RepairedPair | None, ci: str) -> dict[str, object]:
+    if repaired is None:
+        return dict.fromkeys(
+            (
+                "baseline_repair_rounds",
+                "candidate_repair_rounds",
+                "baseline_pass@1_repaired_pct",
+                "candidate_pass@1_repaired_pct",
+                "repaired_diff_pp",
+                f"repaired_{ci}_low_pp",
+                f"repaired_{ci}_high_pp",
+            )
+        )
+    return {
+        "baseline_repair_rounds": len(repaired.baseline_rounds) - 1,
+        "candidate_repair_rounds": len(repaired.candidate_rounds) - 1,
+        "baseline_pass@1_repaired_pct": repaired.baseline_rounds[-1] * 100,
+        "candidate_pass@1_repaired_pct": repaired.candidate_rounds[-1] * 100,
+        "repaired_diff_pp": repaired.difference * 100,
+        f"repaired_{ci}_low_pp": repaired.ci_low * 100,
+        f"repaired_{ci}_high_pp": repaired.ci_high * 100,
+    }
 
 
 def write_comparison_csv(result: ComparisonSet, path: Path) -> None:
@@ -340,7 +397,11 @@ def _check_pairable(baseline: RunResults, candidate: RunResults, names: Sequence
 
 
 def _pair(
-    baseline: BenchmarkResults, candidate: BenchmarkResults, interval: IntervalSettings
+    baseline: BenchmarkResults,
+    candidate: BenchmarkResults,
+    interval: IntervalSettings,
+    *,
+    rounds: tuple[int, int] = (0, 0),
 ) -> tuple[PairedBenchmark, list[float]]:
     base = {problem.problem_id: problem for problem in baseline.problems}
     cand = {problem.problem_id: problem for problem in candidate.problems}
@@ -387,8 +448,50 @@ def _pair(
         mcnemar_p=mcnemar_exact(len(gained), len(dropped)),
         gained=gained,
         dropped=dropped,
+        repaired=_repaired(baseline, candidate, ids, padding, rounds, interval) if any(rounds) else None,
     )
     return paired, [c - b for c, b in zip(cand_scores, base_scores, strict=True)]
+
+
+def _scores_after(bench: BenchmarkResults, ids: Sequence[str], padding: int, round_index: int) -> list[float]:
+    """Per-problem pass fractions with each sample graded by its last round up to ``round_index``
+    (a missing sample or problem counts as failed)."""
+    problems = {problem.problem_id: problem for problem in bench.problems}
+    scores = []
+    for problem_id in ids:
+        problem = problems.get(problem_id)
+        if problem is None:
+            scores.append(0.0)
+            continue
+        passed = [record is not None and record.grade_after(round_index).passed for record in problem.samples]
+        scores.append(sum(passed) / len(passed))
+    return scores + [0.0] * padding
+
+
+def _repaired(
+    baseline: BenchmarkResults,
+    candidate: BenchmarkResults,
+    ids: Sequence[str],
+    padding: int,
+    rounds: tuple[int, int],
+    interval: IntervalSettings,
+) -> RepairedPair:
+    base = [_scores_after(baseline, ids, padding, k) for k in range(rounds[0] + 1)]
+    cand = [_scores_after(candidate, ids, padding, k) for k in range(rounds[1] + 1)]
+    difference = paired_bootstrap_diff(
+        cand[-1],
+        base[-1],
+        confidence=interval.confidence,
+        n_resamples=interval.resamples,
+        seed=interval.seed,
+    )
+    return RepairedPair(
+        baseline_rounds=tuple(sum(scores) / len(scores) for scores in base),
+        candidate_rounds=tuple(sum(scores) / len(scores) for scores in cand),
+        difference=difference.difference,
+        ci_low=difference.low,
+        ci_high=difference.high,
+    )
 
 
 def _overall(

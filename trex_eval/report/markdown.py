@@ -335,6 +335,33 @@ def _comparison_section(comparison: Comparison) -> list[str]:
             flipped.append(f"- {pair.benchmark} gained ({len(pair.gained)}): {', '.join(pair.gained)}")
         if pair.dropped:
             flipped.append(f"- {pair.benchmark} dropped ({len(pair.dropped)}): {', '.join(pair.dropped)}")
+    repaired = [(pair.benchmark, pair.repaired) for pair in comparison.benchmarks if pair.repaired]
+    if repaired:
+        lines += [
+            "",
+            "Scores after repair (`--repair N`; the table above compares the zero-shot answers, round 0):",
+            "",
+            _row(
+                ["Benchmark", "Baseline pass@1 r0 → rN", "Candidate pass@1 r0 → rN", "Δ pp after repair [CI]"]
+            ),
+            _row(["---", "---", "---", "---:"]),
+        ]
+        for name, scores in repaired:
+            lines.append(
+                _row(
+                    [
+                        name,
+                        " → ".join(percent(score) for score in scores.baseline_rounds),
+                        " → ".join(percent(score) for score in scores.candidate_rounds),
+                        _delta(scores.difference, scores.ci_low, scores.ci_high),
+                    ]
+                )
+            )
+        lines += [
+            "",
+            "Δ after repair: candidate − baseline, each graded by its last round (a zero-shot run by "
+            "its only one), paired over problems.",
+        ]
     lines += ["", "Flipped problems (first sample):", ""] + (flipped or ["- none"])
     if comparison.warnings:
         lines += ["", "Warnings:", "", *(f"- {warning}" for warning in comparison.warnings)]

@@ -180,6 +180,43 @@ def comparison_table(result: ComparisonSet) -> Table:
     return table
 
 
+def repaired_comparison_table(result: ComparisonSet) -> Table | None:
+    """Scores after repair rounds (``run --repair N``): a section row per candidate, a row per
+    repaired pair with each run's pass@1 round by round and Δ after the last round of each;
+    ``None`` when no compared run repaired."""
+    grouped = [
+        (comparison, [(pair, pair.repaired) for pair in comparison.benchmarks if pair.repaired is not None])
+        for comparison in result.comparisons
+    ]
+    repaired = [(comparison, pairs) for comparison, pairs in grouped if pairs]
+    if not repaired:
+        return None
+    table = _table(
+        "after repair (run --repair N): pass@1 round by round, r0 first; Δ: candidate − baseline "
+        f"after the last round of each, paired {result.interval.short()}"
+    )
+    first = table.columns[0]
+    first.no_wrap, first.overflow = False, "fold"
+    widest = max(len(pair.benchmark) + 2 for _, pairs in repaired for pair, _ in pairs)
+    first.min_width = first.max_width = widest
+    table.add_column("base r0→rN", justify="right", no_wrap=True)
+    table.add_column("cand r0→rN", justify="right", no_wrap=True)
+    table.add_column("Δ [CI]", justify="right", no_wrap=True)
+    for position, (comparison, pairs) in enumerate(repaired):
+        if position:
+            table.add_section()
+        table.add_row(f"[bold]{escape(comparison.candidate_label)}[/bold]", "", "", "", "")
+        for pair, scores in pairs:
+            table.add_row(
+                escape(f"  {pair.benchmark}"),
+                str(pair.problems),
+                "→".join(percent(score) for score in scores.baseline_rounds),
+                "→".join(percent(score) for score in scores.candidate_rounds),
+                _delta(scores.difference, scores.ci_low, scores.ci_high),
+            )
+    return table
+
+
 def warnings_of(result: ComparisonSet) -> Sequence[str]:
     """The comparison's warnings, each once."""
     return list(dict.fromkeys(w for comparison in result.comparisons for w in comparison.warnings))
