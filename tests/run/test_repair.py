@@ -35,7 +35,7 @@ from trex_eval.records import (
     StructureReference,
     Verdict,
 )
-from trex_eval.report import load_runs, render_comparison_markdown
+from trex_eval.report import load_runs, render_comparison_markdown, render_html_report
 from trex_eval.report.compare import compare_runs, comparison_frame
 from trex_eval.report.summary import summarize
 from trex_eval.run import pipeline as runner
@@ -310,6 +310,13 @@ def test_zero_rounds_is_the_zero_shot_protocol(tmp_path: Path, data_dir: Path) -
     )
     markdown = render_comparison_markdown(comparison)
     assert "| nl4opt | 33.33 | 33.33 → 100.00 | +66.67 [" in markdown
+    page = render_html_report(load_runs([tmp_path / "plain", tmp_path / "repaired"]))
+    repaired_section = page[
+        page.index('<section id="repaired">') : page.index("</section>", page.index('id="repaired"'))
+    ]
+    assert '<th class="num">pass@1@r1</th>' in repaired_section and "repair 1" in repaired_section
+    assert '<td class="num">33.33</td><td class="num">100.00</td>' in re.sub(r"\s+<", "<", repaired_section)
+    assert "33.33 → 100.00" in page[page.index('class="after-repair"') :]
 
 
 def test_resume_after_kill_9_mid_round(tmp_path: Path, data_dir: Path) -> None:

@@ -240,6 +240,7 @@ def render_html_report(
             comparisons = compare_runs(runs, baseline=baseline, interval=settings.interval)
         except ConfigError as error:
             comparison_error = error.message
+    repaired = [(row.label, bench) for row in board.rows for bench in row.summary.benchmarks if bench.repair]
     environment = _environment()
     environment.filters["pct"] = percent
     environment.filters["pp"] = _pp
@@ -250,6 +251,8 @@ def render_html_report(
         board=board,
         groups=_rule_groups(board),
         published=published,
+        repaired=repaired,
+        repaired_rounds=max((bench.repair.rounds for _, bench in repaired if bench.repair), default=0),
         score_charts=_score_charts(board),
         comparisons=comparisons,
         comparison_error=comparison_error,
