@@ -226,7 +226,11 @@ def test_validate_reports_rows_rules_and_prompt() -> None:
     report = userbench.validate(str(EXAMPLE / "malformed.yaml"), data_dir=None, rules=rules_by_protocol)
     assert report.rows_read == 12 and len(report.benchmark.problems) == 3 and len(report.row_errors) == 9
     assert report.source == EXAMPLE / "malformed.jsonl"
-    assert dict(report.rules) == {"default": "strict@1", "trex-compat": "trex-compat@1"}
+    assert dict(report.rules) == {
+        "default": "strict@1",
+        "trex-compat": "trex-compat@1",
+        "orlm": "orlm-compat@1",
+    }
     assert [(p.prompt_set, p.problem_id) for p in report.prompts] == [("neutral", "product-mix")]
     assert report.notes == ()
 

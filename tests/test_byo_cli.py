@@ -123,7 +123,7 @@ def test_help_paragraphs_wrap_at_the_terminal_not_at_the_source(cli: Cli) -> Non
     [
         (
             ("run", "--model", "reference", "--protocol", "x"),
-            "unknown protocol 'x'\n  -> use default or trex-compat",
+            "unknown protocol 'x'\n  -> use default, trex-compat or orlm",
         ),
         (("run", "--model", "reference", "--few-shot-strategy", "y"), "use random or similar"),
         (

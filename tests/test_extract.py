@@ -158,7 +158,13 @@ class TestExtractApi:
             extract(PROGRAM, extractor="longest")
 
     def test_registry_names(self) -> None:
-        assert set(EXTRACTORS) == {"default", "trex-compat-solver", "trex-compat-orgeval", "raw"}
+        assert set(EXTRACTORS) == {
+            "default",
+            "trex-compat-solver",
+            "trex-compat-orgeval",
+            "raw",
+            "orlm-first-python",
+        }
 
     def test_empty_text_is_no_code_for_every_extractor(self) -> None:
         for name in EXTRACTORS:

@@ -57,7 +57,9 @@ def test_each_protocol_decides_extractor_rule_and_limits(data_dir: Path) -> None
     assert rules_by_protocol(orgeval.spec.grader) == {
         "default": "orgeval-exact@1",
         "trex-compat": "orgeval-trex-compat@1",
+        "orlm": "orgeval-exact@1",  # ORLM grades no structure benchmark: the default's reading
     }
+    assert rules_by_protocol(nl4opt.spec.grader)["orlm"] == "orlm-compat@1"
 
 
 def test_a_rule_override_of_the_other_kind_is_refused(data_dir: Path) -> None:

@@ -339,6 +339,7 @@ EXTRACTORS: Mapping[str, str] = MappingProxyType(
         "raw": "trex_eval.extract:extract_raw",
         "trex-compat-solver": "trex_eval.protocols.trex_compat.extract:extract_solver",
         "trex-compat-orgeval": "trex_eval.protocols.trex_compat.extract:extract_orgeval",
+        "orlm-first-python": "trex_eval.protocols.orlm.extract:extract_first_python",
     }
 )
 """Extractor name -> ``"module:function"`` of a function of the completion text, returning an

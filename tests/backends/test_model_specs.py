@@ -152,3 +152,18 @@ def test_run_with_base_url_and_model_name_on_a_keyless_loopback_server(
     assert backend["authentication"] == "none ($OPENAI_API_KEY unset; loopback endpoint)"
     assert backend["endpoints"] == [server.base_url]
     assert manifest["settings"]["model"]["name"] == "openai-compatible"
+
+
+def test_the_readme_quickstart_shows_the_spec_grammar_and_the_scale_out_recipes() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    for scheme in ("vllm/<hub id or path>", "sglang/<id>", "openai/<model>", "openai-compatible/<model>"):
+        assert scheme in quickstart
+    assert "local/<key>" in quickstart
+    assert "trex-eval run --model vllm/" in quickstart and "OPENAI_BASE_URL=" in quickstart
+    assert "MODEL_NAME=" in quickstart and "--base-url http://127.0.0.1" in quickstart
+    # Several endpoints in one command, and one model over several nodes with Ray.
+    assert "--base-url http://node1:8000/v1,http://node2:8000/v1" in quickstart
+    assert "ray start --head" in quickstart and "ray start --address=" in quickstart
+    assert "--opt nodes=2 --opt ray_address=" in quickstart
+    assert "--dry-run" in quickstart and "docs/scale-out.md" in quickstart

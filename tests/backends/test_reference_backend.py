@@ -29,7 +29,11 @@ from trex_eval.records import (
     SamplingParams,
     SolveStatus,
     StructureReference,
+    Verdict,
 )
+from trex_eval.run import pipeline
+from trex_eval.run.spec import RunOptions, RunSpec
+from trex_eval.store import RunStore
 
 FENCE_OPEN, FENCE_CLOSE = "```python\n", "```\n"
 
@@ -290,3 +294,29 @@ def test_describe_names_the_rotation() -> None:
         BackendSpec(name="reference", backend="reference", options={"libraries": "pulp"})
     )
     assert backend.describe() == {"backend": "reference", "model": "reference", "libraries": ["pulp"]}
+
+
+def test_no_optimum_labels_of_the_field_benchmarks_are_answered_and_graded_correct(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The "no finite optimum" rows (NL4OPT-245 'No Best Solution', IndustryOR '-99999') get an
+    infeasible answer program, which the sandbox runs and each benchmark's rule grades correct."""
+    picked: dict[str, tuple[str, ...]] = {}
+    for name in ("nl4opt-245", "industryor"):
+        problems = load_benchmark(name, data_dir=data_dir).problems
+        picked[name] = tuple(
+            p.id
+            for p in problems
+            if isinstance(p.reference, ObjectiveReference) and p.reference.status is SolveStatus.INF_OR_UNBD
+        )
+    assert (len(picked["nl4opt-245"]), len(picked["industryor"])) == (17, 3)
+    spec = RunSpec(
+        model=BackendSpec(name="reference", backend="reference"),
+        benchmarks=tuple(picked),
+        problem_ids=picked,
+    )
+    result = pipeline.run(spec, RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False))
+    samples = list(RunStore(result.run_dir).iter_samples())
+    assert len(samples) == 20
+    wrong = [(s.problem_id, s.grade.reason) for s in samples if s.grade.verdict is not Verdict.CORRECT]
+    assert wrong == []

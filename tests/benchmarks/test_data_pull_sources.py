@@ -143,3 +143,19 @@ def test_unknown_mirror_path_and_missing_file_are_errors(tmp_path: Path) -> None
         data.pull_sources(tmp_path, repositories=["optsuite/OptMATH"], mirror=mirror.url)
     with pytest.raises(DataError, match="cannot read file://"):
         data.pull_sources(tmp_path, repositories=["optsuite/OptMATH"], mirror=f"file://{tmp_path}/none")
+
+
+def test_a_failed_source_download_advises_mirror_not_url(tmp_path: Path) -> None:
+    """The field sources are overridden with --mirror; --url is the T-Rex archive's option. The CLI
+    says so for a source download that fails (an empty mirror: HTTP 404)."""
+    with _Mirror({}) as mirror:
+        args = ("data", "pull", "--no-trex", "--mirror", mirror.url, "--sources-dest", str(tmp_path / "s"))
+        failed = trex_eval(*args, columns=300, expect=None, env={"TREX_CACHE_DIR": str(tmp_path / "cache")})
+    assert failed.returncode != 0
+    said = " ".join(failed.stderr.split())
+    assert "HTTP 404" in said
+    assert "--mirror MIRROR" in said and "--url" not in said
+    # The T-Rex archive's own failure keeps advising --url (its override).
+    with _Mirror({}) as mirror, pytest.raises(DataError) as raised:
+        data.pull(tmp_path / "trex", url=f"{mirror.url}/missing.tar.gz")
+    assert "--url" in (raised.value.hint or "") and "--mirror" not in (raised.value.hint or "")

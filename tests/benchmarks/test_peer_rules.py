@@ -79,8 +79,10 @@ def test_each_peer_rule_cites_its_source_file(rule: str, repository: str, path: 
     assert repository in family(rule).summary and path in family(rule).summary
 
 
-def test_optmath_says_its_conversion_fallback_is_not_applied() -> None:
-    assert "conversion fallback is not applied" in family("optmath").summary
+def test_optmath_says_its_conversion_fallback_is_opt_in() -> None:
+    """Off unless asked (``optmath:fallback=true``, tests/benchmarks/test_optmath_fallback.py)."""
+    assert "fallback=true adds its conversion fallback" in family("optmath").summary
+    assert "conversion fallback" not in get_rule("optmath").description
 
 
 def test_optmath_agrees_with_its_evaluator_on_real_labels(data_dir: Path) -> None:

@@ -68,13 +68,14 @@ class TestSpecs:
         objective = {f.name for f in families(GraderKind.OBJECTIVE)}
         structure = {f.name for f in families(GraderKind.STRUCTURE)}
         assert objective == {
-            "strict", "rel", "abs", "round", "orlm", "sirl", "optmath", "mamo", "orthought", "trex-compat"
+            "strict", "rel", "abs", "round", "orlm", "sirl", "optmath", "mamo", "orthought", "trex-compat",
+            "orlm-compat",
         }  # fmt: skip
         assert structure == {"orgeval-fixed", "orgeval-exact", "orgeval-trex-compat"}
         assert FAMILIES[0].name == "strict"
         for entry in FAMILIES:
             assert entry.summary and "\n" not in entry.summary
-        for spec in ("strict", "rel:1e-3", "abs:1", "round:1", "orlm", "sirl", "trex-compat"):
+        for spec in ("strict", "rel:1e-3", "abs:1", "round:1", "orlm", "sirl", "trex-compat", "orlm-compat"):
             rule = get_rule(spec)
             assert isinstance(rule, ObjectiveRule)
             assert rule.kind is GraderKind.OBJECTIVE

@@ -106,3 +106,23 @@ def test_sandbox_environment_is_built_from_nothing() -> None:
     assert environment["OMP_NUM_THREADS"] == environment["OPENBLAS_NUM_THREADS"] == "1"
     assert environment["GRB_LICENSE_FILE"] == "/licences/gurobi.lic"
     assert not {"HOME", "USER", "OPENAI_API_KEY"} & set(environment)
+
+
+def test_installed_paths_read_from_record_are_those_of_distribution_files() -> None:
+    """The fast RECORD reader behind the bubblewrap view gives exactly the relative, ``..``-free
+    paths of ``Distribution.files`` for every installed distribution."""
+    import importlib.metadata
+    from pathlib import Path
+
+    from trex_eval.sandbox.launch import _installed_paths
+
+    checked = 0
+    for distribution in importlib.metadata.distributions():
+        expected = [
+            Path(file).parts
+            for file in distribution.files or ()
+            if Path(file).parts and ".." not in Path(file).parts and not Path(file).is_absolute()
+        ]
+        assert _installed_paths(distribution) == expected, distribution.metadata["Name"]
+        checked += 1
+    assert checked > 10

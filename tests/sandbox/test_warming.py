@@ -53,3 +53,26 @@ def test_a_library_is_warmed_after_two_programs_used_it(one_worker: SandboxPool)
     seen = [one_worker.run(Job(code=code, expect="any")).stdout_tail.strip() for _ in range(3)]
     # The first two programs import CVXPY themselves; then the worker holds it for later forks.
     assert seen == ["already imported: False", "already imported: False", "already imported: True"]
+
+
+GUROBI_PARAM = """
+import gurobipy as gp
+model = gp.Model()
+print("MIPGap seen:", model.Params.MIPGap)
+gp.setParam("MIPGap", 0.25)
+x = model.addVar(ub=3, obj=-1)
+model.optimize()
+"""
+
+
+def test_a_gurobipy_worker_keeps_no_job_state_in_its_prepared_environment(one_worker: SandboxPool) -> None:
+    """A worker that warmed real gurobipy creates its default environment before forking
+    (hooks/gurobipy.prewarm): a parameter one job sets on it never reaches the next job, and
+    solves still work and report."""
+    runs = [one_worker.run(Job(code=GUROBI_PARAM, gurobi="real")) for _ in range(4)]
+    for execution in runs:
+        assert execution.status is ExecStatus.OK, (execution.status, execution.detail, execution.stderr_tail)
+        solve = execution.last_solve
+        assert solve is not None and solve.status is SolveStatus.OPTIMAL
+        assert solve.objective == pytest.approx(-3)
+        assert "MIPGap seen: 0.0001" in execution.stdout_tail

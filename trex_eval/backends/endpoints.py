@@ -18,7 +18,10 @@ not a dead replica.
 Each completion records the endpoint that produced it (``Completion.endpoint``, in
 ``completions.jsonl`` and ``samples.jsonl``); the client's ``describe()`` (the run manifest's
 ``provenance.backend``) lists the endpoints, and ``endpoint_stats()`` how many completions each
-served, its failed attempts and its health now.
+served, its failed attempts and its health now. At the end of a run the manifest's
+``provenance.endpoints`` (:func:`endpoint_summary`) counts, per endpoint, the stored completions
+it served and the failed requests it was tried last for (over every session of a resumed run),
+with this session's live counters.
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
 
 from trex_eval.backends.openai_retry import Failure
+from trex_eval.records import Completion
 
 _DOWN_STATUSES = frozenset({502, 503, 504})
 _PROBE_MAX_S = 30.0
@@ -163,3 +168,30 @@ class EndpointPool:
                     endpoint.probe_delay_s = min(
                         _PROBE_MAX_S, max(self.probe_interval_s, endpoint.probe_delay_s * 2)
                     )
+
+
+def endpoint_summary(
+    completions: Iterable[Completion], *, live: Sequence[Mapping[str, object]] = ()
+) -> dict[str, object] | None:
+    """Which endpoints served a run, for its manifest (``provenance.endpoints``).
+
+    ``served``: per endpoint, the completions without error it produced; ``failed``: per
+    endpoint, the completions that failed after their retries with it tried last; ``session``:
+    the live counters of this session's client (``endpoint_stats()``: failed attempts include
+    those retried elsewhere). ``None`` when no completion names an endpoint (a replay or
+    reference run, or none generated).
+    """
+    served: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    for completion in completions:
+        if completion.endpoint is None:
+            continue
+        (failed if completion.error is not None else served)[completion.endpoint] += 1
+    if not served and not failed and not live:
+        return None
+    order = list(dict.fromkeys([*(str(e.get("url")) for e in live), *served, *failed]))
+    return {
+        "served": {url: served[url] for url in order},
+        "failed": {url: failed[url] for url in order},
+        "session": [dict(e) for e in live],
+    }

@@ -207,10 +207,14 @@ def answer_program(reference: ObjectiveReference, *, library: str) -> str:
 
     Raises:
         ValueError: an unknown library, or a status other than optimal, infeasible, unbounded
-            (no one-variable model reliably produces the others).
+            or inf_or_unbd (answered as infeasible); no one-variable model reliably produces the
+            others.
     """
     template, bodies = _TEMPLATES[library]
-    body = bodies.get(reference.status)
+    # A "no finite optimum" label (infeasible or unbounded, undecided) is answered by an
+    # infeasible model: every objective rule accepts that status against it.
+    status = SolveStatus.INFEASIBLE if reference.status is SolveStatus.INF_OR_UNBD else reference.status
+    body = bodies.get(status)
     if body is None or (reference.status is SolveStatus.OPTIMAL and reference.value is None):
         raise ValueError(f"no reference program for status '{reference.status.value}'")
     # repr() round-trips the float exactly; the program then optimises to that very double.

@@ -183,6 +183,11 @@ class ServedBackend(abc.ABC):
             if self._server is not None:
                 await self._server.stop()
 
+    def endpoint_stats(self) -> list[dict[str, object]]:
+        """The client's per-endpoint counters (one endpoint: the managed server); empty before
+        :meth:`start` and after :meth:`close`."""
+        return self._client.endpoint_stats() if self._client is not None else []
+
     def describe(self) -> Mapping[str, object]:
         """Backend facts, server endpoint and log, and the client's own description."""
         server = self._server

@@ -138,12 +138,15 @@ class SGLangBackend(ServedBackend):
 
     def _provenance(self) -> dict[str, object]:
         source = hubs.model_source(self.spec.model, hub=self.options.hub, revision=self.options.revision)
+        revision = hubs.revision_facts(source)
         return {
             "server": "sglang",
             "python": self.python,
             "argv": list(self._argv),
             "download": source.label(),
-            "revision_resolved": hubs.resolved_revision(source),
+            "revision_requested": self.options.revision,
+            "revision_resolved": revision.commit,
+            "revision_cache": revision.facts(),
         }
 
 

@@ -315,7 +315,7 @@ class VLLMBackend(ServedBackend):
         self.options = options
         self._plan: ServePlan | None = None
         self._version: str | None = None
-        self._revision: str | None = None
+        self._revision = hubs.RevisionFacts()
 
     def plan(self, *, port: int) -> ServePlan:
         """The server this backend would start on ``port`` now."""
@@ -350,7 +350,7 @@ class VLLMBackend(ServedBackend):
         self._version = version if isinstance(version, str) else None
         if self._plan is not None:
             # Read once the weights are loaded: the cache's ref then names what was downloaded.
-            self._revision = hubs.resolved_revision(self._plan.source)
+            self._revision = hubs.revision_facts(self._plan.source)
 
     def _provenance(self) -> dict[str, object]:
         local = Path(self.spec.model).expanduser()
@@ -362,7 +362,8 @@ class VLLMBackend(ServedBackend):
             "argv": list(plan.argv) if plan is not None else [],
             "download": plan.source.label() if plan is not None else None,
             "revision_requested": self.options.revision,
-            "revision_resolved": self._revision,
+            "revision_resolved": self._revision.commit,
+            "revision_cache": self._revision.facts(),
             "parallelism": dict(plan.parallelism) if plan is not None else None,
             "gpus": plan.gpus.facts() if plan is not None else None,
             "server_environment": dict(plan.environment) if plan is not None else {},

@@ -99,7 +99,17 @@ _DOWNLOAD_FAILED = (
     "pinned archive on another machine and give it with --url http://<mirror>/<file>.tar.gz, or point the "
     "harness at an existing copy of or_benchmark_eval/ with --data-dir DIR or TREX_DATA_DIR=DIR"
 )
-"""Hint of a failed download: said by ``data pull`` itself, so it never advises running it."""
+"""Hint of a failed download of the T-Rex data: said by ``data pull`` itself, so it never advises
+running it."""
+
+_SOURCES_DOWNLOAD_FAILED = (
+    "check the network (behind a proxy, set HTTPS_PROXY) and run the same command again; or fetch the "
+    "repository's archive at its pinned commit on another machine, serve it as "
+    "MIRROR/<owner>/<name>/tar.gz/<commit> and give --mirror MIRROR (http://, https:// or file://), or "
+    "point the harness at an existing copy of the <owner>+<name> folders with TREX_SOURCES_DIR=DIR"
+)
+"""Hint of a failed download of a field source: its option is ``--mirror`` (``--url`` is the T-Rex
+archive's)."""
 
 
 def resolve_data_dir(explicit: Path | None = None) -> Path:
@@ -193,7 +203,10 @@ def _install(
     connect_timeout_s: float,
     read_timeout_s: float,
     progress: ProgressCallback | None,
+    hint: str = _DOWNLOAD_FAILED,
 ) -> Path:
+    """Download ``url``, check it against ``manifest`` and install it at ``dest``; ``hint`` is what
+    a failed download or a broken archive advises (the option that overrides ``url``)."""
     if not force and dest.is_dir() and verify_data_dir(dest, manifest=manifest).ok:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -201,9 +214,9 @@ def _install(
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
     try:
         archive = staging / "archive.tar.gz"
-        _download(url, archive, connect_timeout_s, read_timeout_s, progress)
+        _download(url, archive, connect_timeout_s, read_timeout_s, progress, hint)
         tree = staging / "tree"
-        _extract_verified(archive, tree, manifest)
+        _extract_verified(archive, tree, manifest, hint)
         _swap_into_place(tree, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -347,6 +360,7 @@ def pull_sources(
             connect_timeout_s,
             read_timeout_s,
             progress,
+            _SOURCES_DOWNLOAD_FAILED,
         )
     return installed
 
@@ -361,10 +375,15 @@ def _remove_stale_staging(dest: Path) -> None:
 
 
 def _download(
-    url: str, target: Path, connect_timeout_s: float, read_timeout_s: float, progress: ProgressCallback | None
+    url: str,
+    target: Path,
+    connect_timeout_s: float,
+    read_timeout_s: float,
+    progress: ProgressCallback | None,
+    hint: str = _DOWNLOAD_FAILED,
 ) -> None:
     if url.startswith("file://"):
-        _copy_local(url, target, progress)
+        _copy_local(url, target, progress, hint)
         return
     timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
     try:
@@ -373,9 +392,7 @@ def _download(
             target.open("wb") as out,
         ):
             if response.status_code != 200:
-                raise DataError(
-                    f"downloading {url} failed: HTTP {response.status_code}", hint=_DOWNLOAD_FAILED
-                )
+                raise DataError(f"downloading {url} failed: HTTP {response.status_code}", hint=hint)
             total_header = response.headers.get("content-length")
             total = int(total_header) if total_header and total_header.isdigit() else None
             done = 0
@@ -385,14 +402,12 @@ def _download(
                 if progress is not None:
                     progress(done, total)
             if total is not None and done != total:
-                raise DataError(
-                    f"download of {url} was cut short ({done} of {total} bytes)", hint=_DOWNLOAD_FAILED
-                )
+                raise DataError(f"download of {url} was cut short ({done} of {total} bytes)", hint=hint)
     except httpx.HTTPError as exc:
-        raise DataError(f"cannot download {url}: {exc or type(exc).__name__}", hint=_DOWNLOAD_FAILED) from exc
+        raise DataError(f"cannot download {url}: {exc or type(exc).__name__}", hint=hint) from exc
 
 
-def _copy_local(url: str, target: Path, progress: ProgressCallback | None) -> None:
+def _copy_local(url: str, target: Path, progress: ProgressCallback | None, hint: str) -> None:
     """A ``file://`` mirror: the archive copied from the local path, with progress."""
     source = Path(url.removeprefix("file://"))
     try:
@@ -405,7 +420,7 @@ def _copy_local(url: str, target: Path, progress: ProgressCallback | None) -> No
                 if progress is not None:
                     progress(done, total)
     except OSError as exc:
-        raise DataError(f"cannot read {url}: {exc.strerror or exc}", hint=_DOWNLOAD_FAILED) from exc
+        raise DataError(f"cannot read {url}: {exc.strerror or exc}", hint=hint) from exc
 
 
 def _iter_members(archive: Path) -> Iterator[tuple[tarfile.TarInfo, IO[bytes] | None]]:
@@ -422,7 +437,9 @@ def _copy_hashing(source: IO[bytes], out: IO[bytes]) -> str:
     return digest.hexdigest()
 
 
-def _extract_verified(archive: Path, tree: Path, manifest: DataManifest) -> None:
+def _extract_verified(
+    archive: Path, tree: Path, manifest: DataManifest, hint: str = _DOWNLOAD_FAILED
+) -> None:
     wanted = manifest.member_to_relpath
     optional = manifest.optional_members
     found: set[str] = set()
@@ -446,9 +463,7 @@ def _extract_verified(archive: Path, tree: Path, manifest: DataManifest) -> None
             if digest != manifest.files[rel]:
                 corrupt.append(rel)
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(
-            f"the downloaded archive is not a readable .tar.gz: {exc}", hint=_DOWNLOAD_FAILED
-        ) from exc
+        raise DataError(f"the downloaded archive is not a readable .tar.gz: {exc}", hint=hint) from exc
     missing = sorted(set(manifest.files) - found)
     if corrupt or missing:
         lines = [f"corrupt (sha256 mismatch): {rel}" for rel in sorted(corrupt)]

@@ -23,7 +23,11 @@ def data_pull(
     ] = None,
     url: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--url", help="Archive URL override (a mirror of the pinned upstream archive)."),
+        typer.Option(
+            "--url",
+            help="SLAI-T-Rex archive URL override (a mirror of the pinned upstream archive); the field's "
+            "repositories take --mirror.",
+        ),
     ] = None,
     sources_dest: Annotated[
         Optional[Path],  # noqa: UP045

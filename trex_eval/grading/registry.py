@@ -16,10 +16,11 @@ abs                    objective  atol     ``|Δ| ≤ atol`` [rtol 0]; the value
 round                  objective  digits   both rounded to ``digits`` decimals, then equal
 orlm                   objective  --       ORLM: rounded to integers, ``|Δ| ≤ 0.05·|ref|``
 sirl                   objective  --       SIRL: ``|Δ| / (|ref| + 1) ≤ 1e-6``
-optmath                objective  --       OptMATH: rounded to integers, ``|Δ| ≤ 0.05·|ref|``
+optmath                objective  --       OptMATH: rounded to integers, ``|Δ| ≤ 0.05·|ref|`` [fallback off]
 mamo                   objective  --       Mamo: ``|Δ|·10^max(2, label decimals) < 1`` or ``|Δ| ≤ 1e-4·|ref|``
 orthought              objective  --       ORThought: ``|Δ| < 0.01``
 trex-compat            objective  atol     the reference harness's rule and model discovery [1e-6]
+orlm-compat            objective  --       ORLM's harness: coptpy ``model`` optimal, round + 5 %
 orgeval-fixed          structure  --       structural equivalence, the reference's defects fixed
 orgeval-exact          structure  --       exact: typed graph (quadratic, SOS, indicators), isomorphism search
 orgeval-trex-compat    structure  --       the reference ORGEval check, bugs included
@@ -79,7 +80,7 @@ FAMILIES: tuple[RuleFamily, ...] = (
     RuleFamily(
         "optmath", _OBJECTIVE,
         "OptMATH convention: both rounded to integers, |Δ| ≤ 0.05·|ref| "
-        "(optsuite/OptMATH@b797149 eval/executor.py; its conversion fallback is not applied)",
+        "(optsuite/OptMATH@b797149 eval/executor.py); fallback=true adds its conversion fallback",
         _TOLERANCE,
     ),
     RuleFamily(
@@ -98,6 +99,12 @@ FAMILIES: tuple[RuleFamily, ...] = (
         "trex-compat", _OBJECTIVE,
         "reference T-Rex harness: module-level model/m, status OPTIMAL, |Δ| ≤ 1e-6 absolute",
         "trex_eval.protocols.trex_compat.objective:build",
+    ),
+    RuleFamily(
+        "orlm-compat", _OBJECTIVE,
+        "ORLM harness: module-level coptpy `model` at COPT.OPTIMAL, round + 5 %, 'No Best Solution' "
+        "(Cardinal-Operations/ORLM@38712c9 eval/execute.py); the orlm protocol's rule",
+        "trex_eval.protocols.orlm.objective:build",
     ),
     RuleFamily(
         "orgeval-fixed", _STRUCTURE,

@@ -1,9 +1,10 @@
 """Protocols: how a benchmark is evaluated between a completion and its grade.
 
 ``default`` is trex-eval's corrected grading; ``trex-compat`` reproduces the published SLAI
-T-Rex harness. Each protocol is a package here holding a :class:`~.base.Protocol` instance named
-``PROTOCOL``, registered by one line of :data:`PROTOCOLS`; :mod:`.plan` binds a protocol to one
-benchmark for a run. Nothing outside this package tests a protocol's name.
+T-Rex harness; ``orlm`` reproduces ORLM's ``eval/execute.py``. Each protocol is a package here
+holding a :class:`~.base.Protocol` instance named ``PROTOCOL``, registered by one line of
+:data:`PROTOCOLS`; :mod:`.plan` binds a protocol to one benchmark for a run. Nothing outside
+this package tests a protocol's name.
 
 Importing this package loads only the registry: the CLI reads the names at start-up, and
 :class:`~.base.Protocol` (with the benchmark and sandbox packages it needs) loads on first use.
@@ -37,6 +38,7 @@ DEFAULT_PROTOCOL = "default"
 PROTOCOLS: dict[str, str] = {
     "default": "trex_eval.protocols.default:PROTOCOL",
     "trex-compat": "trex_eval.protocols.trex_compat:PROTOCOL",
+    "orlm": "trex_eval.protocols.orlm:PROTOCOL",
 }
 """Protocol name -> ``"module:attribute"`` of its :class:`Protocol` instance (imported on use)."""
 

@@ -5,12 +5,14 @@ grade: the extractor, the job a program becomes, the rule, and (for structure be
 generated model the rule compares. What each protocol chooses is documented in its package
 (:mod:`trex_eval.protocols.default`, :mod:`trex_eval.protocols.trex_compat`).
 
-Pure: reading files and running programs happen in the run.
+Pure: reading files and running programs happen in the run (:meth:`EvaluationPlan.fallback`
+runs a rule's converted programs through the callable the run hands it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from trex_eval.benchmarks import Benchmark, GraderSpec
@@ -18,7 +20,7 @@ from trex_eval.errors import GradingError
 from trex_eval.extract import extract, extractor_function
 from trex_eval.grading import ObjectiveRule, Rule, StructureRule, rule_for
 from trex_eval.grading.lp import parse_lp, parse_mps
-from trex_eval.grading.objective.base import failure_verdict
+from trex_eval.grading.objective.base import Conversion, ConvertingRule, failure_verdict
 from trex_eval.protocols import Protocol, get_protocol, protocol_names
 from trex_eval.records import (
     Completion,
@@ -40,6 +42,12 @@ from trex_eval.sandbox.verify import verify_last_solve
 
 ReferenceModelLoader = Callable[[StructureReference], LinearModel]
 """Returns the parsed reference model of a structure reference (the run reads and caches it)."""
+
+ProgramRunner = Callable[[Program], Awaitable[Execution]]
+"""Runs one program of a sample in the run's sandbox (the run's own lane and limits)."""
+
+_PASSING = frozenset({Verdict.CORRECT, Verdict.UNVERIFIED})
+"""Verdicts a peer's harness would count as passed: no conversion fallback after them."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,42 @@ class EvaluationPlan:
         if checked is execution:
             return execution, grade
         return checked, self.grade(problem, checked, reference_model=reference_model)
+
+    def conversions(self, program: Program, grade: Grade) -> tuple[Conversion, ...]:
+        """The converted programs the rule's fallback tries after ``grade`` (empty unless the rule
+        is a :class:`~trex_eval.grading.objective.base.ConvertingRule` built with its fallback on,
+        the program has code and ``grade`` neither passed nor would pass unverified)."""
+        if program.code is None or grade.verdict in _PASSING or not isinstance(self.rule, ConvertingRule):
+            return ()
+        return self.rule.conversions(program.code)
+
+    async def fallback(
+        self,
+        problem: Problem,
+        program: Program,
+        grade: Grade,
+        *,
+        run: ProgramRunner,
+        reference_model: ReferenceModelLoader,
+    ) -> Grade:
+        """``grade``, or the grade of the first of :meth:`conversions` that passes (``correct``, or
+        ``unverified`` where its claim could not be checked), each converted program run by
+        ``run`` and judged (:meth:`judge`) in turn. The reason of a converted grade starts with
+        ``conversion fallback (<rewrite>)`` and ends with the verdict of the program as written;
+        the sample keeps the program and execution as written. Without conversions, ``grade``
+        is returned at once."""
+        for conversion in self.conversions(program, grade):
+            execution = await run(program.model_copy(update={"code": conversion.code}))
+            _, tried = await asyncio.to_thread(
+                self.judge, problem, execution, reference_model=reference_model
+            )
+            if tried.verdict in _PASSING:
+                reason = (
+                    f"conversion fallback ({conversion.name}): {tried.reason}; "
+                    f"as written: {grade.verdict.value} ({grade.reason})"
+                )
+                return tried.model_copy(update={"reason": reason})
+        return grade
 
     def _grade_structure(
         self, rule: StructureRule, problem: Problem, execution: Execution, reference: LinearModel

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trex_eval.backends.base import Backend, GenerationRequest, create_backend
+from trex_eval.backends.endpoints import endpoint_summary
 from trex_eval.benchmarks import Benchmark, load_benchmark
 from trex_eval.errors import BenchmarkError, ConfigError, StoreError
 from trex_eval.grading import get_rule
@@ -488,6 +489,7 @@ class _Run:
         self.graded_now = 0
         self.executed_now = 0
         self.reused_now = 0
+        self.endpoint_stats: list[dict[str, object]] = []
 
     def _reusable_executions(
         self, source: Path | None
@@ -560,6 +562,8 @@ class _Run:
                     raise
         finally:
             if self.backend is not None:
+                live = getattr(self.backend, "endpoint_stats", None)  # clients of endpoints only
+                self.endpoint_stats = list(live()) if callable(live) else []
                 await self.backend.close()
             if self.pool_started:
                 await asyncio.to_thread(self.pool.close)
@@ -736,6 +740,14 @@ class _Run:
             execution, grade = await asyncio.to_thread(
                 plan.judge, problem, execution, reference_model=self.references
             )
+            # A rule's conversion fallback (optmath:fallback=true) runs its rewrites of a miss.
+            grade = await plan.fallback(
+                problem,
+                program,
+                grade,
+                run=lambda code: self._execution(item, problem, code, completion.sample_index, round_index),
+                reference_model=self.references,
+            )
         return SampleRecord(
             benchmark=item.bench.name,
             problem_id=problem.id,
@@ -766,7 +778,14 @@ class _Run:
         summary = summarize(manifest, records)
         self.store.write_summary(summary_json(summary), render_summary_markdown(summary))
         finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        self.store.write_manifest(manifest.model_copy(update={"finished_at": finished}))
+        update: dict[str, object] = {"finished_at": finished}
+        # Which endpoint served what (every session's completions; this session's live counters).
+        endpoints = endpoint_summary(
+            (line.completion for line in self.store.iter_completions()), live=self.endpoint_stats
+        )
+        if endpoints is not None:
+            update["provenance"] = {**manifest.provenance, "endpoints": endpoints}
+        self.store.write_manifest(manifest.model_copy(update=update))
         return RunResult(
             self.store.root,
             summary,

@@ -4,6 +4,7 @@ the verdicts of programs that failed before producing an answer. Pure."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from trex_eval.errors import GradingError
@@ -20,6 +21,8 @@ from trex_eval.records import (
 __all__ = [
     "FINISHED",
     "NO_FINITE_OPTIMUM",
+    "Conversion",
+    "ConvertingRule",
     "ObjectiveRule",
     "check_reference",
     "failure_detail",
@@ -48,6 +51,28 @@ class ObjectiveRule(RuleIdentity, Protocol):
     """
 
     def grade(self, execution: Execution, reference: ObjectiveReference, /) -> Grade: ...
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A rewritten program a rule's fallback runs when the program as written does not pass:
+    ``name`` says what was rewritten (reported in the grade's reason), ``code`` is the program."""
+
+    name: str
+    code: str
+
+
+@runtime_checkable
+class ConvertingRule(Protocol):
+    """An objective rule with a conversion fallback (OptMATH's, ``optmath:fallback=true``): when a
+    program's grade does not pass, the run executes each of :meth:`conversions` in order and the
+    first one whose grade passes (or would, unverified) stands, its reason naming the conversion.
+    The run does the executing (:meth:`trex_eval.protocols.plan.EvaluationPlan.fallback`); the
+    rule only rewrites text. Pure."""
+
+    def conversions(self, code: str) -> tuple[Conversion, ...]:
+        """The rewritten programs to try for ``code``, in order (empty: no fallback)."""
+        ...
 
 
 def check_reference(reference: ObjectiveReference) -> None:

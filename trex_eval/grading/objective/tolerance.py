@@ -30,6 +30,18 @@ One decision procedure, read top to bottom:
    a printed value). The verdict never depends on anything else the program's process reported.
    ``unverified=true`` (spec key; refused by ``strict``) counts such claims as ``correct``, for
    reproducing conventions that trust the program's solver; the reason still says so.
+
+``optmath:fallback=true`` (``optmath@1:fallback=true`` wherever the rule is named; off by default
+here, on by default in OptMATH's evaluator) adds OptMATH's **conversion fallback**
+(``ScriptExecutor.execute_with_fallback`` of :data:`OPTMATH_SOURCE`): a program that does not
+pass is run again with its text rewritten, one rewrite at a time, in OptMATH's order --
+``GRB.CONTINUOUS`` -> ``GRB.INTEGER``, ``GRB.INTEGER`` -> ``GRB.CONTINUOUS``, ``" > "`` ->
+``" >= "`` and ``" < "`` -> ``" <= "``, ``GRB.MINIMIZE`` -> ``GRB.MAXIMIZE``, ``GRB.MAXIMIZE`` ->
+``GRB.MINIMIZE`` (a rewrite that changes nothing is skipped) -- and the first rewrite whose grade
+passes stands, its reason naming the rewrite; if none passes, the program's own grade stands.
+The rule only rewrites text (:meth:`ToleranceRule.conversions`); the run executes the rewrites
+(:meth:`trex_eval.protocols.plan.EvaluationPlan.fallback`). It is lenient by design: a model with
+the wrong variable types or sense can pass.
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ from trex_eval.errors import ConfigError, GradingError
 from trex_eval.grading.objective.base import (
     FINISHED,
     NO_FINITE_OPTIMUM,
+    Conversion,
     check_reference,
     failure_detail,
     failure_verdict,
@@ -161,6 +174,8 @@ class ToleranceRule:
     parameters: str = ""
     source: str = ""
     """The peer's file this convention reproduces (``owner/repo@commit path``), for the description."""
+    conversion_fallback: bool = False
+    """OptMATH's conversion fallback (spec key ``fallback=true``; see the module docstring)."""
     version: str = TOLERANCE_RULE_VERSION
     kind: ClassVar[GraderKind] = GraderKind.OBJECTIVE
 
@@ -176,9 +191,29 @@ class ToleranceRule:
             text += "; a printed objective is used (status unchecked) when no solve was hooked"
         if self.count_unverified:
             text += "; claims the harness could not verify count as correct"
+        if self.conversion_fallback:
+            text += (
+                "; conversion fallback on: a miss is re-run with "
+                + ", ".join(name for name, _, _ in OPTMATH_CONVERSIONS)
+                + " (one at a time) and the first that passes counts"
+            )
         if self.source:
             text += f" (source: {self.source})"
         return text
+
+    def conversions(self, code: str) -> tuple[Conversion, ...]:
+        """OptMATH's rewrites of ``code`` to try after a miss, in its order, those that change
+        nothing left out; empty unless the rule was built with ``fallback=true``."""
+        if not self.conversion_fallback:
+            return ()
+        found = []
+        for name, old, new in OPTMATH_CONVERSIONS:
+            converted = code
+            for before, after in zip(old, new, strict=True):
+                converted = converted.replace(before, after)
+            if converted != code:
+                found.append(Conversion(name=name, code=converted))
+        return tuple(found)
 
     def grade(self, execution: Execution, reference: ObjectiveReference, /) -> Grade:
         """Judge ``execution`` against ``reference`` (see the module docstring for the order).
@@ -400,6 +435,18 @@ MAMO_SOURCE = (
 )
 ORTHOUGHT_SOURCE = "ZJU-TSELab/ORThought@ce5dc6b analyze.py (compare_results)"
 
+OPTMATH_CONVERSIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("variable types to integer", ("GRB.CONTINUOUS",), ("GRB.INTEGER",)),
+    ("variable types to continuous", ("GRB.INTEGER",), ("GRB.CONTINUOUS",)),
+    ("strict inequalities to non-strict", (" > ", " < "), (" >= ", " <= ")),
+    ("objective sense to maximise", ("GRB.MINIMIZE",), ("GRB.MAXIMIZE",)),
+    ("objective sense to minimise", ("GRB.MAXIMIZE",), ("GRB.MINIMIZE",)),
+)
+"""OptMATH's conversion fallback (``ScriptExecutor.execute_with_fallback`` of
+:data:`OPTMATH_SOURCE`, with ``_convert_variable_type``, ``_convert_inequality`` and
+``_convert_objective``): (name, texts replaced, replacements), tried in this order; each is
+``str.replace`` of every occurrence, applied to the program as extracted."""
+
 PRESETS: Mapping[str, _Preset] = MappingProxyType(
     {
         "strict": _Preset("strict", Tolerance()),
@@ -410,7 +457,7 @@ PRESETS: Mapping[str, _Preset] = MappingProxyType(
         "sirl": _Preset("SIRL convention |Δ|/(|ref|+1)", Tolerance(rtol=1e-6, atol=1e-6)),
         # OptMATH: round(gt), round(pred), |Δ| / |gt| ≤ 0.05 (|pred| ≤ 0.05 for gt 0: the same).
         # Its evaluator's conversion fallback (re-running the program with variable types,
-        # strict inequalities or the sense rewritten) is not part of this rule.
+        # strict inequalities or the sense rewritten) is opt-in here: fallback=true.
         "optmath": _Preset(
             "OptMATH convention", Tolerance(rtol=0.05, atol=0.0, digits=0), source=OPTMATH_SOURCE
         ),
@@ -424,15 +471,19 @@ PRESETS: Mapping[str, _Preset] = MappingProxyType(
 )
 """The tolerance families of :mod:`trex_eval.grading.registry`, by name."""
 
-_KEYS = ("rtol", "atol", "digits", "printed", "unverified")
+_KEYS = ("rtol", "atol", "digits", "printed", "unverified", "fallback")
+_FALLBACK_FAMILIES = frozenset({"optmath"})
+"""The families whose peer has a conversion fallback (key ``fallback``)."""
 
 
 def build(spec: RuleSpec) -> ToleranceRule:
     """The registry factory of every tolerance family (keys ``rtol``, ``atol``, ``digits``,
-    ``printed``; a bare first value is the family's primary key).
+    ``printed``, ``unverified``, and ``fallback`` for ``optmath``; a bare first value is the
+    family's primary key).
 
     Raises:
-        ConfigError: a family without a preset, a missing primary value, or a bad parameter.
+        ConfigError: a family without a preset, a missing primary value, a bad parameter, or
+            ``fallback`` for a family without one.
     """
     preset = PRESETS.get(spec.name)
     if preset is None:
@@ -460,6 +511,13 @@ def build(spec: RuleSpec) -> ToleranceRule:
             where=spec.text,
             hint="use another family for a convention that trusts the solver, e.g. rel:1e-4,unverified=true",
         )
+    fallback = spec.flag("fallback", values["fallback"]) if "fallback" in values else False
+    if "fallback" in values and spec.name not in _FALLBACK_FAMILIES:
+        raise ConfigError(
+            f"rule {spec.name!r} has no conversion fallback",
+            where=spec.text,
+            hint="fallback=true is OptMATH's: use optmath:fallback=true",
+        )
     return ToleranceRule(
         name=spec.name,
         tolerance=tolerance,
@@ -467,11 +525,16 @@ def build(spec: RuleSpec) -> ToleranceRule:
         count_unverified=trusting,
         title=preset.title,
         source=preset.source,
-        parameters=_canonical(tolerance, printed=printed, trusting=trusting, preset=preset),
+        conversion_fallback=fallback,
+        parameters=_canonical(
+            tolerance, printed=printed, trusting=trusting, fallback=fallback, preset=preset
+        ),
     )
 
 
-def _canonical(tolerance: Tolerance, *, printed: bool, trusting: bool, preset: _Preset) -> str:
+def _canonical(
+    tolerance: Tolerance, *, printed: bool, trusting: bool, fallback: bool, preset: _Preset
+) -> str:
     """``key=value`` text of the parameters that differ from the preset (its primary always)."""
     shown: list[str] = []
     defaults = preset.defaults
@@ -485,4 +548,6 @@ def _canonical(tolerance: Tolerance, *, printed: bool, trusting: bool, preset: _
         shown.append("printed=true")
     if trusting:
         shown.append("unverified=true")
+    if fallback:
+        shown.append("fallback=true")
     return ",".join(shown)

@@ -74,6 +74,8 @@ def main(argv: list[str]) -> int:
             importlib.import_module(name)
         except BaseException as error:
             preload_errors[name] = f"{type(error).__name__}: {error}"[:300]
+            continue
+        hooks.prewarm(name)
     gc.collect()
     gc.freeze()
     server = Server(config, confinement)

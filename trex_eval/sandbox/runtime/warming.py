@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from .contract import WorkerConfig
-from .hooks import WARM_FIRST
+from .hooks import WARM_FIRST, prewarm
 
 
 class Warmer:
@@ -45,6 +45,8 @@ class Warmer:
                     warmed = True
                 except BaseException:
                     self.warm_failed.add(module)
+                    continue
+                prewarm(module)
         if warmed:
             gc.collect()
             gc.freeze()

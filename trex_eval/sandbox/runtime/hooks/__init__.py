@@ -8,6 +8,8 @@ Every module of this package not named ``_*`` is a hook, found here without a li
 ``WARM``          modules a worker may import itself once its programs use them (may be empty).
 ``WARM_ORDER``    where those go in the workers' warmable list (OR-Tools' before PuLP's).
 ``WARM_FIRST``    optional: modules imported before any of ``WARM`` is warmed.
+``prewarm(module)``  optional: what a worker does once it has imported ``MODULE`` itself, so that
+                  its forked jobs need not (gurobipy: create the default environment).
 ``DISTRIBUTION``  the pip distribution(s) whose version the pool and the run manifest report.
 ``install(module)``  wrap the library's solve calls so they report to :data:`..capture.RECORDER`.
 ``read_binding(obj)``  status and objective of a model object of that library, or None.
@@ -18,8 +20,10 @@ so a new hook is its module and its test.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -58,10 +62,26 @@ WARM_FIRST: dict[str, tuple[str, ...]] = {
 }
 """Warmable module -> modules a worker imports before warming it."""
 
+PREWARM: dict[str, Callable[[ModuleType], None]] = {
+    hook.MODULE: hook.prewarm for hook in HOOKS if callable(getattr(hook, "prewarm", None))
+}
+"""Module name -> what a worker does after importing that module itself (never in a job)."""
+
 DISTRIBUTIONS: tuple[str, ...] = tuple(dict.fromkeys(name for hook in HOOKS for name in hook.DISTRIBUTION))
 """The hooked libraries' distributions, in ``ORDER``, each once."""
 
 GUROBIPY_INSTALLER = gurobipy.install
+
+
+def prewarm(name: str) -> None:
+    """Run the ``prewarm`` of the hook for module ``name`` (already imported by the worker), if
+    it has one; a failure is ignored (jobs then do that work themselves, as without it)."""
+    action = PREWARM.get(name)
+    module = sys.modules.get(name)
+    if action is None or module is None:
+        return
+    with contextlib.suppress(Exception):
+        action(module)
 
 
 def read_binding(obj: object) -> dict[str, Any] | None:

@@ -170,6 +170,20 @@ def install(module: ModuleType) -> None:
     model_class.__init__ = _watch_licence(model_class.__init__)
 
 
+def prewarm(module: ModuleType) -> None:
+    """Create the real gurobipy's default environment in the worker, before any fork.
+
+    Every job's first ``Model()`` would otherwise start one (reading and checking the licence,
+    ~2 ms of CPU per forked job). The environment holds no thread and no descriptor, and each job
+    gets its own copy of it with the fork (parameters one job sets never reach another). The
+    licence-free layer has nothing to prepare; a licence failure here leaves the environment to
+    the jobs, which report it as before.
+    """
+    if getattr(module, "GUROBIPY_HIGHS", None) is not None:
+        return
+    module.Model().dispose()
+
+
 def read_binding(obj: Any) -> dict[str, Any] | None:
     """Status and objective of a gurobipy model object, or None if ``obj`` is not one."""
     module = sys.modules.get(MODULE)
