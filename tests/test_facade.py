@@ -120,3 +120,20 @@ def test_import_trex_eval_alone_loads_no_submodule_and_no_pydantic() -> None:
     loaded, after_use = done.stdout.splitlines()
     assert loaded == "['trex_eval._version']"
     assert after_use == "True False"
+
+
+def test_run_audit_and_the_report_exports_do_not_load_pandas_until_a_table_is_built() -> None:
+    # pandas costs about half a second of every command; only comparisons and leaderboards need it.
+    code = (
+        "import sys\n"
+        "import trex_eval.cli.run_cmd, trex_eval.run.audit, trex_eval.run.pipeline\n"
+        "print('pandas' in sys.modules)\n"
+        "import trex_eval.report as report\n"
+        "print(sorted(report.__all__) == sorted(report._EXPORTS))\n"
+        "print(all(getattr(report, name) is not None for name in report.__all__))\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["False", "True", "True", "False"]

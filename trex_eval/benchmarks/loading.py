@@ -110,6 +110,11 @@ def known_spec_paths() -> dict[str, Path]:
     return {**user_spec_paths(), **shipped_spec_paths()}
 
 
+# libyaml's safe loader where PyYAML was built with it: ~10x faster over the 80-odd shipped files,
+# the same documents and error marks.
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_spec(path: Path) -> BenchmarkSpec:
     """Parse and validate one benchmark YAML.
 
@@ -121,7 +126,7 @@ def load_spec(path: Path) -> BenchmarkSpec:
     except OSError as exc:
         raise BenchmarkError(f"cannot read benchmark file: {exc.strerror}", where=str(path)) from exc
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -346,6 +346,17 @@ _GUROBI_STATUS = {
 }
 _gurobi_lock = threading.Lock()
 _gurobi_usable: bool | None = None
+_gurobi_envs = threading.local()
+
+
+def _gurobi_env(gp: Any) -> Any:
+    """This thread's gurobipy environment, started once: starting one checks the licence (~0.5 ms,
+    more than a small LP's solve), and an environment must not serve two threads at once."""
+    env = getattr(_gurobi_envs, "env", None)
+    if env is None:
+        env = gp.Env(params={"OutputFlag": 0})
+        _gurobi_envs.env = env
+    return env
 
 
 def gurobi_available() -> bool:
@@ -377,8 +388,10 @@ def resolve_with_gurobi(model: LinearModel, *, time_limit_s: float = 10.0) -> Re
     try:
         gp = importlib.import_module("gurobipy")
         scipy_sparse = importlib.import_module("scipy.sparse")
-        params = {"OutputFlag": 0, "Threads": 1, "TimeLimit": float(time_limit_s), "MIPGap": MIP_GAP}
-        with gp.Env(params=params) as env, gp.Model(env=env) as solver:
+        with gp.Model(env=_gurobi_env(gp)) as solver:
+            solver.Params.Threads = 1
+            solver.Params.TimeLimit = float(time_limit_s)
+            solver.Params.MIPGap = MIP_GAP
             lower, upper = _bounds(model)
             n = model.num_vars
             x = solver.addMVar(
