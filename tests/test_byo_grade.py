@@ -323,3 +323,40 @@ def test_several_rules_reuse_the_stored_executions(tmp_path: Path, data_dir: Pat
     assert "programs run again (the protocol, the extractor, the sandbox limits differ" in " ".join(
         again.stderr.split()
     )
+
+
+def test_unverified_passes_are_named_at_the_end_of_a_run(tmp_path: Path, data_dir: Path) -> None:
+    """A passing claim the harness cannot re-derive (an SOS constraint is not captured as data) is
+    ``unverified``; the run's last lines say how many, where a bare score would only look lower."""
+    from trex_eval.benchmarks import load_benchmark
+    from trex_eval.records import ObjectiveReference
+
+    problem = load_benchmark("nl4opt", data_dir=data_dir).problems[0]
+    assert isinstance(problem.reference, ObjectiveReference) and problem.reference.value is not None
+    code = "\n".join(
+        [
+            "import gurobipy as gp",
+            "from gurobipy import GRB",
+            "model = gp.Model()",
+            "model.Params.OutputFlag = 0",
+            'x = model.addVar(lb=-GRB.INFINITY, name="x")',
+            'y = model.addVar(name="y")',
+            f"model.addConstr(x >= {problem.reference.value!r})",
+            "model.addSOS(GRB.SOS_TYPE1, [x, y])",
+            "model.setObjective(x, GRB.MINIMIZE)",
+            "model.optimize()",
+        ]
+    )
+    completions = tmp_path / "c.jsonl"
+    completions.write_text(
+        json.dumps({"problem_id": problem.id, "completion": f"```python\n{code}\n```\n"}) + "\n"
+    )
+    done = _cli(
+        "grade", "--completions", str(completions), "--benchmark", "nl4opt", "--out", str(tmp_path / "run"),
+        cwd=tmp_path, data_dir=data_dir,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert _verdicts(tmp_path / "run") == {problem.id: "unverified"}
+    assert (
+        "note: nl4opt: 1 passing claim(s) the harness could not verify, not counted as correct" in done.stderr
+    )

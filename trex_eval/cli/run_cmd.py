@@ -160,6 +160,16 @@ def _report(result: RunResult, *, what: str = "full summary") -> None:
         assert bench.repair is not None
         rounds = " → ".join(f"r{k} {value * 100:.2f}%" for k, value in sorted(bench.repair.pass_at_1.items()))
         out.print(f"{bench.benchmark} pass@1 by repair round: {rounds}", highlight=False, soft_wrap=True)
+    for bench in result.summary.benchmarks:
+        if bench.unverified_samples:  # a missing solver extra shows up here, not as a lower score alone
+            err.print(
+                f"note: {bench.benchmark}: {bench.unverified_samples} passing claim(s) the harness could "
+                f"not verify, not counted as correct (verdict unverified; each one's reason in "
+                f"{result.run_dir / 'samples.jsonl'} says why)",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     counts = f"{result.generated_now} generated, {result.graded_now} graded"
     if result.reused_now:
         counts += f", {result.reused_now} stored executions reused, {result.executed_now} programs run"
