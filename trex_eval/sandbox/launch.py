@@ -266,19 +266,14 @@ def _installed_paths(distribution: importlib.metadata.Distribution) -> list[tupl
     pool start); the same parts as ``PurePosixPath(file).parts`` (RECORD paths use ``/``)."""
     record = distribution.read_text("RECORD")
     if record is None:
-        return [
-            Path(file).parts
-            for file in distribution.files or ()
-            if Path(file).parts and ".." not in Path(file).parts and not Path(file).is_absolute()
+        listed = [(Path(file).parts, Path(file).is_absolute()) for file in distribution.files or ()]
+    else:
+        listed = [
+            (tuple(part for part in row[0].split("/") if part not in ("", ".")), row[0].startswith("/"))
+            for row in csv.reader(record.splitlines())
+            if row and row[0]
         ]
-    found = []
-    for row in csv.reader(record.splitlines()):
-        if not row or not row[0] or row[0].startswith("/"):
-            continue
-        parts = tuple(part for part in row[0].split("/") if part not in ("", "."))
-        if parts and ".." not in parts:
-            found.append(parts)
-    return found
+    return [parts for parts, absolute in listed if parts and ".." not in parts and not absolute]
 
 
 def _site_directories() -> list[str]:

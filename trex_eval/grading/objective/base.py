@@ -14,6 +14,7 @@ from trex_eval.records import (
     Execution,
     Grade,
     ObjectiveReference,
+    SolveRecord,
     SolveStatus,
     Verdict,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "failure_verdict",
     "fmt",
     "rule_spec",
+    "unverified_reason",
 ]
 
 NO_FINITE_OPTIMUM = frozenset({SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD})
@@ -114,6 +116,15 @@ def failure_detail(execution: Execution) -> str:
     if execution.error_type and not message.startswith(execution.error_type):
         message = f"{execution.error_type}: {message}" if message else execution.error_type
     return message or execution.status.value
+
+
+def unverified_reason(solve: SolveRecord) -> str | None:
+    """Why ``solve``'s claim is not verified, or ``None`` when the harness's re-solve matched it."""
+    if solve.verification == "match":
+        return None
+    if solve.verification is None:
+        return "no re-solve was run"
+    return solve.verification.removeprefix("skipped: ")
 
 
 def fmt(value: float | None) -> str:

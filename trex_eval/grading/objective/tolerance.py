@@ -62,6 +62,7 @@ from trex_eval.grading.objective.base import (
     failure_verdict,
     fmt,
     rule_spec,
+    unverified_reason,
 )
 from trex_eval.grading.spec import RuleSpec
 from trex_eval.records import (
@@ -267,7 +268,7 @@ class ToleranceRule:
             source="hook",
             note=note,
             verified=solve.verified_objective,
-            unverified=_unverified(solve),
+            unverified=unverified_reason(solve),
         )
 
     # ----------------------------------------------------------------------- helpers
@@ -377,7 +378,7 @@ class ToleranceRule:
         if predicted is reference.status or (
             reference.status is SolveStatus.INF_OR_UNBD and predicted in NO_FINITE_OPTIMUM
         ):
-            return self._passed(said + _verification(solve), evidence, _unverified(solve))
+            return self._passed(said + _verification(solve), evidence, unverified_reason(solve))
         if predicted is SolveStatus.INF_OR_UNBD:
             return self._grade(
                 Verdict.NOT_DETERMINABLE,
@@ -401,15 +402,6 @@ def _verification(solve: SolveRecord) -> str:
     if solve.verification == "match":
         return f"; {solver} re-solve agrees"
     return ""
-
-
-def _unverified(solve: SolveRecord) -> str | None:
-    """Why ``solve``'s claim is not verified, or ``None`` when the harness matched it."""
-    if solve.verification == "match":
-        return None
-    if solve.verification is None:
-        return "no re-solve was run"
-    return solve.verification.removeprefix("skipped: ")
 
 
 # --------------------------------------------------------------------------- registry factory

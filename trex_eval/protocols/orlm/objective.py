@@ -55,6 +55,7 @@ from trex_eval.grading.objective.base import (
     failure_verdict,
     fmt,
     rule_spec,
+    unverified_reason,
 )
 from trex_eval.grading.spec import RuleSpec
 from trex_eval.records import (
@@ -193,7 +194,7 @@ class OrlmCompatRule:
         """``correct`` when the last solve is ``model``'s and the harness's re-solve matched it;
         ``wrong`` when the re-solve contradicts it; else ``unverified`` (or ``correct`` saying so)."""
         solve = execution.last_solve
-        why: str
+        why: str | None
         if solve is None:
             why = "no solve was observed: `model` was never solved"
         elif (
@@ -213,10 +214,10 @@ class OrlmCompatRule:
                 f"{fmt(solve.verified_objective)}: the reported result is not the model's",
                 evidence,
             )
-        elif solve.verification == "match":
-            return self._grade(Verdict.CORRECT, f"{reason}; re-solve agrees", evidence)
         else:
-            why = (solve.verification or "no re-solve was run").removeprefix("skipped: ")
+            why = unverified_reason(solve)
+            if why is None:
+                return self._grade(Verdict.CORRECT, f"{reason}; re-solve agrees", evidence)
         if self.count_unverified:
             return self._grade(Verdict.CORRECT, f"{reason}; counted although unverified: {why}", evidence)
         return self._grade(Verdict.UNVERIFIED, f"{reason}; not verified by the harness: {why}", evidence)
