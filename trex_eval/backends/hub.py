@@ -33,7 +33,7 @@ from __future__ import annotations
 import io
 import pickle
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -166,13 +166,7 @@ def revision_facts(source: ModelSource) -> RevisionFacts:
     if source.kind == "modelscope":
         facts = _modelscope_facts(source.model)
         if pinned is not None:
-            return RevisionFacts(
-                commit=pinned,
-                ref=facts.ref,
-                created_at=facts.created_at,
-                file_commits=facts.file_commits,
-                read_from="the revision option (a commit)",
-            )
+            return replace(facts, commit=pinned, read_from="the revision option (a commit)")
         return facts
     if pinned is not None:
         return RevisionFacts(commit=pinned, read_from="the revision option (a commit)")
