@@ -14,13 +14,24 @@ process run on the same machine and the same number of lanes:
     No sandbox, no verification. ``--lanes`` programs at a time.
 (b) ``trex-eval audit BENCHMARK --workers LANES --out DIR`` as a subprocess: CLI start-up, data
     loading, pool start, sandboxed execution, verification and grading included.
+(c) the bare fork ceiling: ``LANES`` warm fork servers (gurobipy imported and its default
+    environment started once, ``Threads=1`` as the sandbox sets it); per program the parent writes
+    the instance files to a fresh directory and forks a child that runs the program there and
+    exits. No sandbox, no hooks, no records, no verification, no grading, start-up not timed: what
+    any harness that forks a fresh process per program can at best reach on this machine, so
+    ``a / c`` bounds every harness's speed-up over (a), and ``c / b`` is the share of that ceiling
+    trex-eval reaches.
+(d) the verified ceiling: (c), and after each program, on its lane, the harness's own re-solve of
+    the model that program's last solve captured in the round's audit (what the verification
+    contract costs at least: ``verify_solve``, its memo of identical models cleared each round).
 
-Prints every round's times, the medians, their ratio (a / b), both scores, and from the audit's
+Prints every round's times, the medians, their ratios (a / b, a / c, c / b), the scores, and from the audit's
 run directory the share of ``correct`` verdicts backed by a harness re-solve ("match") and the
 share of all passing claims (correct + unverified) that were verified, with what stayed
 unverified and why.
 
     TREX_DATA_DIR=... python scripts/bench_grading.py [--rounds 3] [--lanes 2] [--benchmark b4o-feasible]
+        [--no-ceiling]
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import shutil
 import statistics
 import subprocess
@@ -41,7 +53,8 @@ from pathlib import Path
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.extract import extract
-from trex_eval.records import Completion, ObjectiveReference, Problem
+from trex_eval.records import Completion, ObjectiveReference, Problem, SolveRecord
+from trex_eval.sandbox import verify
 
 TIMEOUT_S = 360
 TOLERANCE = 1e-6
@@ -140,6 +153,90 @@ def reference_path(programs: list[tuple[Problem, str]], lanes: int) -> tuple[flo
     return time.perf_counter() - started, passed
 
 
+# A lane of the ceiling (c): one JSON job a line on stdin ({"files": ..., "code": ...}), one line
+# back when the forked child that ran it has exited. The child's output goes to /dev/null.
+CEILING_SERVER = """import json, os, shutil, sys, tempfile
+replies = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)  # what the libraries print (gurobipy's licence banner) is not a reply
+import gurobipy
+gurobipy.setParam("OutputFlag", 0)
+gurobipy.setParam("Threads", 1)
+gurobipy.Model().dispose()
+for line in sys.stdin:
+    job = json.loads(line)
+    workdir = tempfile.mkdtemp()
+    for name, content in job["files"].items():
+        target = os.path.join(workdir, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(content)
+    code = compile(job["code"], "program.py", "exec")
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(workdir)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        try:
+            exec(code, {"__name__": "__main__"})
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    shutil.rmtree(workdir, ignore_errors=True)
+    replies.write("done\\n")
+    replies.flush()
+"""
+
+
+def ceiling_path(
+    programs: list[tuple[Problem, str]], lanes: int, *, claims: dict[str, SolveRecord] | None = None
+) -> float:
+    """Wall seconds for the bare fork ceiling (c) over ``programs`` (servers started, not timed);
+    with ``claims`` (problem id -> the last solve an audit captured), the verified ceiling (d)."""
+    verify._MEMO.clear()
+    servers = [
+        subprocess.Popen(
+            [sys.executable, "-c", CEILING_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(lanes)
+    ]
+    try:
+
+        def send(server: subprocess.Popen[str], files: dict[str, str], code: str) -> None:
+            assert server.stdin is not None and server.stdout is not None
+            server.stdin.write(json.dumps({"files": files, "code": code}) + "\n")
+            server.stdin.flush()
+            if server.stdout.readline() != "done\n":
+                raise SystemExit("a ceiling server failed")
+
+        for server in servers:
+            send(server, {}, "pass")
+        waiting: queue.SimpleQueue[tuple[Problem, str]] = queue.SimpleQueue()
+        for item in programs:
+            waiting.put(item)
+
+        def lane(server: subprocess.Popen[str]) -> None:
+            while True:
+                try:
+                    problem, code = waiting.get_nowait()
+                except queue.Empty:
+                    return
+                send(server, dict(problem.instance_files), code)
+                claim = (claims or {}).get(problem.id)
+                if claim is not None:
+                    verify.verify_solve(claim.model_copy(update={"verification": None}))
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(lanes) as pool:
+            list(pool.map(lane, servers))
+        return time.perf_counter() - started
+    finally:
+        for server in servers:
+            if server.stdin is not None:
+                server.stdin.close()
+            server.wait(timeout=60)
+
+
 def audit_path(benchmark: str, lanes: int, out: Path) -> tuple[float, int]:
     """(wall seconds, correct verdicts) for ``trex-eval audit`` as a fresh command."""
     command = [
@@ -151,6 +248,18 @@ def audit_path(benchmark: str, lanes: int, out: Path) -> tuple[float, int]:
     elapsed = time.perf_counter() - started
     verdicts = Counter(json.loads(line)["grade"]["verdict"] for line in (out / "samples.jsonl").open())
     return elapsed, verdicts["correct"]
+
+
+def claims(run_dir: Path) -> dict[str, SolveRecord]:
+    """Problem id -> the last solve of its sample in an audit's run directory, for the passing
+    claims the audit verified (the re-solves a verified grade needs)."""
+    found = {}
+    for line in (run_dir / "samples.jsonl").open():
+        record = json.loads(line)
+        solves = record["execution"]["solves"]
+        if record["grade"]["verdict"] in ("correct", "unverified") and solves and solves[-1]["model"]:
+            found[record["problem_id"]] = SolveRecord.model_validate(solves[-1])
+    return found
 
 
 def verified_share(run_dir: Path) -> tuple[int, int, int, Counter[str]]:
@@ -179,6 +288,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--lanes", type=int, default=2)
     parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--no-ceiling", action="store_true", help="skip the bare fork ceiling (c)")
     args = parser.parse_args()
     data_dir = args.data_dir or Path(os.environ["TREX_DATA_DIR"])
     programs = _programs(args.benchmark, data_dir)
@@ -186,6 +296,8 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     reference_times: list[float] = []
     audit_times: list[float] = []
+    ceiling_times: list[float] = []
+    verified_times: list[float] = []
     last_run = scratch
     try:
         for round_index in range(args.rounds):
@@ -194,15 +306,37 @@ def main() -> None:
             audit_s, audit_passed = audit_path(args.benchmark, args.lanes, last_run)
             reference_times.append(ref_s)
             audit_times.append(audit_s)
-            print(
+            line = (
                 f"round {round_index + 1}: reference path {ref_s:6.2f} s ({ref_passed} correct)   "
                 f"trex-eval audit {audit_s:6.2f} s ({audit_passed} correct)   ratio {ref_s / audit_s:.2f}x"
             )
+            if not args.no_ceiling:
+                ceiling_times.append(ceiling_path(programs, args.lanes))
+                verified_times.append(ceiling_path(programs, args.lanes, claims=claims(last_run)))
+                bare_s, verified_s = ceiling_times[-1], verified_times[-1]
+                line += (
+                    f"\n         bare fork ceiling {bare_s:5.2f} s ({ref_s / bare_s:.2f}x)   "
+                    f"verified ceiling {verified_s:5.2f} s ({ref_s / verified_s:.2f}x)"
+                )
+            print(line)
         ref_median, audit_median = statistics.median(reference_times), statistics.median(audit_times)
         print(
             f"median: reference path {ref_median:.2f} s, trex-eval audit {audit_median:.2f} s, "
             f"ratio {ref_median / audit_median:.2f}x"
         )
+        if ceiling_times:
+            ceiling_median = statistics.median(ceiling_times)
+            print(
+                f"bare fork ceiling {ceiling_median:.2f} s: no harness that forks per program exceeds "
+                f"{ref_median / ceiling_median:.2f}x here; trex-eval audit reaches "
+                f"{ceiling_median / audit_median:.0%} of it"
+            )
+            verified_median = statistics.median(verified_times)
+            print(
+                f"verified ceiling {verified_median:.2f} s: with the harness's re-solves no such harness "
+                f"exceeds {ref_median / verified_median:.2f}x here; trex-eval audit reaches "
+                f"{verified_median / audit_median:.0%} of it"
+            )
         correct, matched, passing, reasons = verified_share(last_run)
         print(
             f"verified: {matched}/{correct} correct verdicts backed by a harness re-solve; "

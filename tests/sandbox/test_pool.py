@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,25 @@ def test_files_and_working_directory_token(pool: SandboxPool) -> None:
     execution = pool.run(Job(code=code, files={"lp_final/data.json": '{"n": 7}'}, expect="any"))
 
     assert execution.stdout_tail.split() == ["7", "True"]
+
+
+def test_each_job_runs_with_its_own_directories_in_its_environment(pool: SandboxPool) -> None:
+    """The worker sets HOME, TMPDIR and PWD before each fork: every job, on either worker, sees
+    its own working directory and a writable temporary directory, never a previous job's."""
+    code = """import json, os, tempfile
+with tempfile.NamedTemporaryFile(dir=os.environ["TMPDIR"]) as scratch:
+    scratch.write(b"x")
+print(json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "pwd": os.environ["PWD"],
+                  "tmp": os.environ["TMPDIR"], "tmp_is_dir": os.path.isdir(os.environ["TMPDIR"])}))
+"""
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        executions = list(executor.map(pool.run, [Job(code=code, expect="any")] * 6))
+
+    for execution in executions:
+        assert execution.status is ExecStatus.OK, execution.stderr_tail
+        seen = json.loads(execution.stdout_tail)
+        assert seen["home"] == seen["pwd"] == seen["cwd"]
+        assert seen["tmp_is_dir"] and seen["tmp"] != seen["cwd"]
 
 
 def test_model_files_are_collected(pool: SandboxPool) -> None:

@@ -114,7 +114,7 @@ def test_installed_paths_read_from_record_are_those_of_distribution_files() -> N
     import importlib.metadata
     from pathlib import Path
 
-    from trex_eval.sandbox.launch import _installed_paths
+    from trex_eval.sandbox.launch import _installed_paths, _record_tops
 
     checked = 0
     for distribution in importlib.metadata.distributions():
@@ -123,6 +123,10 @@ def test_installed_paths_read_from_record_are_those_of_distribution_files() -> N
             for file in distribution.files or ()
             if Path(file).parts and ".." not in Path(file).parts and not Path(file).is_absolute()
         ]
-        assert _installed_paths(distribution) == expected, distribution.metadata["Name"]
+        record = distribution.read_text("RECORD")
+        assert _installed_paths(distribution, record) == expected, distribution.metadata["Name"]
+        tops = _record_tops(record)
+        # The quick top-level names are the paths' first parts (or defer to the full parse).
+        assert tops is None or {parts[0] for parts in expected} == tops, distribution.metadata["Name"]
         checked += 1
     assert checked > 10

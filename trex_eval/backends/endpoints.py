@@ -33,11 +33,13 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from trex_eval.backends.openai_retry import Failure
 from trex_eval.records import Completion
+
+if TYPE_CHECKING:
+    import httpx  # annotations only: a run that reaches no endpoint never loads httpx
 
 _DOWN_STATUSES = frozenset({502, 503, 504})
 _PROBE_MAX_S = 30.0

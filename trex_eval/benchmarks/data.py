@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-import httpx
-
 from trex_eval import config
 from trex_eval.errors import DataError
 from trex_eval.files import sha256_file as sha256_file  # moved there for the backends; re-exported
@@ -385,6 +383,8 @@ def _download(
     if url.startswith("file://"):
         _copy_local(url, target, progress, hint)
         return
+    import httpx  # here: every run reads this module's data facts, few ever download
+
     timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
     try:
         with (

@@ -63,7 +63,7 @@ from trex_eval.run import provenance
 from trex_eval.run.progress import RunProgress
 from trex_eval.run.repair import FEEDBACK_MODES, RepairTemplate, conversation, repair_need
 from trex_eval.run.spec import RunOptions, RunSpec
-from trex_eval.sandbox import SandboxLimits, SandboxPool
+from trex_eval.sandbox import SandboxLimits, SandboxPool, warm_up_verification
 from trex_eval.store import (
     COMPLETIONS,
     LOCK,
@@ -545,7 +545,11 @@ class _Run:
         gc.freeze()
         try:
             if not self.pool_lazy:
-                await self._start_pool()
+                # The objective grader's first verification loads the harness's own solver:
+                # loaded while the workers start, it no longer holds up the first grade.
+                objective = any(item.plan.kind is GraderKind.OBJECTIVE for item in self.prepared)
+                warming = asyncio.to_thread(warm_up_verification) if objective else asyncio.sleep(0)
+                await asyncio.gather(self._start_pool(), warming)
             self._announce()
             if self.backend is not None:
                 await self.backend.start()

@@ -22,6 +22,7 @@ from .licence import LicenceReport, SolverLicence, licence_preflight
 from .limits import SandboxLimits
 from .pool import DEFAULT_PRELOAD, DEFAULT_WARMABLE, SandboxPool
 from .verify import verify_solve
+from .verify import warm_up as warm_up_verification
 
 __all__ = [
     "DEFAULT_PRELOAD",
@@ -37,4 +38,5 @@ __all__ = [
     "licence_preflight",
     "probe_isolation",
     "verify_solve",
+    "warm_up_verification",
 ]

@@ -249,22 +249,57 @@ def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> 
     ``.dist-info`` folders; a folder shared with other distributions (a namespace package such as
     ``google``) contributes only the allowed distributions' own entries."""
     allowed = solver_closure(roots)
-    files: list[tuple[tuple[str, ...], bool]] = []
+    listed: list[tuple[importlib.metadata.Distribution, str | None, bool, set[str]]] = []
+    parsed: dict[int, list[tuple[str, ...]]] = {}
     for distribution in importlib.metadata.distributions(path=[site]):
         # The folder's own name where it has one (``Name`` would parse every METADATA file).
         name = getattr(distribution, "_normalized_name", None) or distribution.metadata["Name"] or ""
-        mine = distribution_key(name) in allowed
-        files.extend((parts, mine) for parts in _installed_paths(distribution))
+        record = distribution.read_text("RECORD")
+        tops = _record_tops(record)
+        if tops is None:
+            parsed[len(listed)] = _installed_paths(distribution, record)
+            tops = {parts[0] for parts in parsed[len(listed)]}
+        listed.append((distribution, record, distribution_key(name) in allowed, tops))
+    # Only a top-level name that allowed and other distributions share (a namespace folder such as
+    # ``google``) needs their paths below it; every other one is an entry of its own.
+    mine = set().union(*(tops for _, _, allowed_one, tops in listed if allowed_one))
+    shared = mine & set().union(*(tops for _, _, allowed_one, tops in listed if not allowed_one))
+    files: list[tuple[tuple[str, ...], bool]] = []
+    for index, (distribution, record, allowed_one, tops) in enumerate(listed):
+        if allowed_one:
+            files.extend(((top,), True) for top in tops - shared)
+        if not tops.isdisjoint(shared):
+            paths = parsed.get(index) or _installed_paths(distribution, record)
+            files.extend((parts, allowed_one) for parts in paths if parts[0] in shared)
     found = {os.path.join(site, *parts) for parts in _owned_entries(files)}
     return tuple(sorted(path for path in found if os.path.lexists(path)))
 
 
-def _installed_paths(distribution: importlib.metadata.Distribution) -> list[tuple[str, ...]]:
+def _record_tops(record: str | None) -> set[str] | None:
+    """The first parts of the paths :func:`_installed_paths` reads from ``record``, without
+    splitting every path; None where that takes the full parse (no ``RECORD``, quoted rows, ``.``
+    or ``..`` inside a path)."""
+    if record is None:
+        return None
+    tops = set()
+    for line in record.splitlines():
+        path = line.partition(",")[0]
+        if not path or path.startswith(("/", "../")) or path == "..":
+            continue  # rows _installed_paths leaves out
+        if line.startswith('"') or path.startswith("./") or "/." in path or path == ".":
+            return None
+        tops.add(path.partition("/")[0])
+    return tops
+
+
+def _installed_paths(
+    distribution: importlib.metadata.Distribution, record: str | None
+) -> list[tuple[str, ...]]:
     """The relative paths (as parts) ``distribution`` installed, absolute ones and any with
     ``..`` left out. Read from ``RECORD`` as text where there is one: ``distribution.files``
     makes a path object per file (27,000 for the solver libraries here: half a second of every
-    pool start); the same parts as ``PurePosixPath(file).parts`` (RECORD paths use ``/``)."""
-    record = distribution.read_text("RECORD")
+    pool start); the same parts as ``PurePosixPath(file).parts`` (RECORD paths use ``/``).
+    ``record`` is the distribution's ``RECORD`` text, None where it has none."""
     if record is None:
         listed = [(Path(file).parts, Path(file).is_absolute()) for file in distribution.files or ()]
     else:

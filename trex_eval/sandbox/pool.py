@@ -14,10 +14,11 @@ import tempfile
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..errors import SandboxError
 from ..records import SHM_MIB, ExecStatus, Execution, SolveRecord
@@ -34,6 +35,7 @@ from .verify import verify_solve
 from .worker import Spawner, WorkerFailure, WorkerGone, WorkerProcess
 
 logger = logging.getLogger("trex_eval.sandbox")
+T = TypeVar("T")
 
 DEFAULT_PRELOAD: tuple[str, ...] = ()
 """Imported by every worker, in this order, before it serves jobs. Empty by default: every
@@ -138,6 +140,9 @@ class SandboxPool:
         """
         if self._started:
             return
+        # The licence check is a process of its own that needs nothing from the probe: it runs
+        # beside the probe and the workers' start instead of after either.
+        licence = _in_background(functools.partial(licence_preflight, extra_env=self._extra_env))
         report = probe_isolation(
             prefer=self._requested_isolation,
             disk_mib=self.limits.disk_mib,
@@ -159,8 +164,7 @@ class SandboxPool:
         ]
         try:
             processes = [future.result() for future in starting]
-            # Checked while the workers import their libraries.
-            self._licence = licence_preflight(extra_env=self._extra_env)
+            self._licence = licence.result()
             for process in processes:
                 self._ready = self._await_ready(process)
         except Exception:
@@ -540,6 +544,20 @@ def _kept_under_tmp(command: tuple[str, ...]) -> list[str]:
         if word in ("--ro-bind", "--symlink", "--tmpfs", "--dir") and target.startswith("/tmp/"):
             kept.append("/tmp/" + target.split("/")[2])
     return sorted(set(kept))
+
+
+def _in_background(call: Callable[[], T]) -> Future[T]:
+    """``call()`` on a daemon thread of its own; its result (or exception) in the future."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as error:
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="trex-sandbox-background", daemon=True).start()
+    return future
 
 
 def _join(first: str, second: str) -> str:

@@ -376,6 +376,13 @@ def gurobi_available() -> bool:
         return _gurobi_usable
 
 
+def warm_up() -> None:
+    """Load the harness's own gurobipy and check its licence now (:func:`gurobi_available`), so
+    that the first claim's verification does not wait for them; a run calls it while its sandbox
+    workers start. Never raises."""
+    gurobi_available()
+
+
 def resolve_with_gurobi(model: LinearModel, *, time_limit_s: float = 10.0) -> Resolve:
     """Solve ``model`` (linear, quadratic, convex or not) with the harness's own gurobipy: one
     thread, relative MIP gap :data:`MIP_GAP`, ``time_limit_s`` seconds.
@@ -387,46 +394,42 @@ def resolve_with_gurobi(model: LinearModel, *, time_limit_s: float = 10.0) -> Re
         return _empty(model, "gurobipy")
     try:
         gp = importlib.import_module("gurobipy")
-        scipy_sparse = importlib.import_module("scipy.sparse")
         with gp.Model(env=_gurobi_env(gp)) as solver:
             solver.Params.Threads = 1
             solver.Params.TimeLimit = float(time_limit_s)
             solver.Params.MIPGap = MIP_GAP
             lower, upper = _bounds(model)
-            n = model.num_vars
-            x = solver.addMVar(
-                n,
-                lb=lower,
-                ub=upper,
-                obj=np.asarray(model.obj, dtype=np.float64),
-                vtype=np.asarray(model.vtype),
+            # Term by term through gurobipy's own expressions: its matrix API wants SciPy, whose
+            # import (~0.2 s, NumPy's test and f2py modules with it) would be paid by every run.
+            x = list(
+                solver.addVars(
+                    model.num_vars,
+                    lb=lower.tolist(),
+                    ub=upper.tolist(),
+                    obj=[float(value) for value in model.obj],
+                    vtype=list(model.vtype),
+                ).values()
             )
-            if model.num_rows:
-                matrix = scipy_sparse.csr_matrix(
-                    (model.a_val, (model.a_row, model.a_col)), shape=(model.num_rows, n)
-                )
-                row_lower = np.asarray(model.row_lower, dtype=np.float64)
-                row_upper = np.asarray(model.row_upper, dtype=np.float64)
-                finite_upper, finite_lower = np.isfinite(row_upper), np.isfinite(row_lower)
-                if finite_upper.any():
-                    solver.addMConstr(matrix[finite_upper], x, "<", row_upper[finite_upper])
-                if finite_lower.any():
-                    solver.addMConstr(matrix[finite_lower], x, ">", row_lower[finite_lower])
+            starts, columns, values = _row_major(model)
+            for row in range(model.num_rows):
+                span = slice(int(starts[row]), int(starts[row + 1]))
+                expression = gp.LinExpr(values[span].tolist(), [x[j] for j in columns[span].tolist()])
+                _gurobi_range(solver, expression, model.row_lower[row], model.row_upper[row])
             quadratic = _quadratic_objective(model)
             if quadratic:
+                objective = gp.QuadExpr(gp.LinExpr([float(value) for value in model.obj], x))
                 rows, cols, coefs = zip(*quadratic, strict=True)
-                q = scipy_sparse.coo_matrix((coefs, (rows, cols)), shape=(n, n))
-                solver.setObjective(x @ q @ x + np.asarray(model.obj) @ x)
+                objective.addTerms(list(coefs), [x[i] for i in rows], [x[j] for j in cols])
+                solver.setObjective(objective)
             for low, high, linear, terms in _quadratic_rows(model):
-                q = scipy_sparse.coo_matrix(
-                    ([t[2] for t in terms], ([t[0] for t in terms], [t[1] for t in terms])), shape=(n, n)
-                )
-                c = np.zeros(n)
-                for column, value in linear:
-                    c[column] += value
+                expression = gp.QuadExpr(gp.LinExpr([v for _, v in linear], [x[j] for j, _ in linear]))
+                if terms:
+                    expression.addTerms(
+                        [q for _, _, q in terms], [x[i] for i, _, _ in terms], [x[j] for _, j, _ in terms]
+                    )
                 for sense, bound in (("<", high), (">", low)):
                     if math.isfinite(bound):
-                        solver.addMQConstr(q, c, sense, bound, x, x, x)
+                        solver.addQConstr(expression, sense, bound)
             solver.ObjCon = model.objective_constant
             solver.ModelSense = -1 if model.sense == "max" else 1
             if _is_quadratic(model):
@@ -442,6 +445,16 @@ def resolve_with_gurobi(model: LinearModel, *, time_limit_s: float = 10.0) -> Re
         if type(error).__name__ == "GurobiError" or isinstance(error, ImportError):
             raise Unsolvable(f"gurobipy refused the model ({error})"[:200]) from None
         raise
+
+
+def _gurobi_range(solver: Any, expression: Any, low: float, high: float) -> None:
+    if low == high:
+        solver.addLConstr(expression, "=", high)
+        return
+    if math.isfinite(high):
+        solver.addLConstr(expression, "<", high)
+    if math.isfinite(low):
+        solver.addLConstr(expression, ">", low)
 
 
 # --------------------------------------------------------------------------- SCIP

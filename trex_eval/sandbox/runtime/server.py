@@ -229,13 +229,14 @@ class Server:
         if namespace_fd is not None:
             native.unshare(native.CLONE_NEWPID)
         try:
-            pid = os.fork()
+            with child.job_environment(plan.env):
+                pid = os.fork()
+                if pid == 0:
+                    child.run(plan)
         except OSError:
             if namespace_fd is not None:
                 native.setns(namespace_fd, native.CLONE_NEWPID)
             raise
-        if pid == 0:
-            child.run(plan)
         if namespace_fd is not None:
             native.setns(namespace_fd, native.CLONE_NEWPID)
         return pid
