@@ -53,7 +53,7 @@ from pathlib import Path
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.extract import extract
-from trex_eval.records import Completion, ObjectiveReference, Problem, SolveRecord
+from trex_eval.records import Completion, Execution, ObjectiveReference, Problem, SolveRecord
 from trex_eval.sandbox import verify
 
 TIMEOUT_S = 360
@@ -189,7 +189,10 @@ for line in sys.stdin:
 
 
 def ceiling_path(
-    programs: list[tuple[Problem, str]], lanes: int, *, claims: dict[str, SolveRecord] | None = None
+    programs: list[tuple[Problem, str]],
+    lanes: int,
+    *,
+    claims: dict[str, tuple[SolveRecord, float]] | None = None,
 ) -> float:
     """Wall seconds for the bare fork ceiling (c) over ``programs`` (servers started, not timed);
     with ``claims`` (problem id -> the last solve an audit captured), the verified ceiling (d)."""
@@ -224,7 +227,8 @@ def ceiling_path(
                 send(server, dict(problem.instance_files), code)
                 claim = (claims or {}).get(problem.id)
                 if claim is not None:
-                    verify.verify_solve(claim.model_copy(update={"verification": None}))
+                    solve, limit = claim
+                    verify.verify_solve(solve.model_copy(update={"verification": None}), time_limit_s=limit)
 
         started = time.perf_counter()
         with ThreadPoolExecutor(lanes) as pool:
@@ -250,15 +254,16 @@ def audit_path(benchmark: str, lanes: int, out: Path) -> tuple[float, int]:
     return elapsed, verdicts["correct"]
 
 
-def claims(run_dir: Path) -> dict[str, SolveRecord]:
-    """Problem id -> the last solve of its sample in an audit's run directory, for the passing
-    claims the audit verified (the re-solves a verified grade needs)."""
+def claims(run_dir: Path) -> dict[str, tuple[SolveRecord, float]]:
+    """Problem id -> the last solve of its sample in an audit's run directory and the re-solve
+    time limit the run gave it, for the passing claims (the re-solves a verified grade needs)."""
     found = {}
     for line in (run_dir / "samples.jsonl").open():
         record = json.loads(line)
-        solves = record["execution"]["solves"]
-        if record["grade"]["verdict"] in ("correct", "unverified") and solves and solves[-1]["model"]:
-            found[record["problem_id"]] = SolveRecord.model_validate(solves[-1])
+        execution = Execution.model_validate(record["execution"])
+        last = execution.last_solve
+        if record["grade"]["verdict"] in ("correct", "unverified") and last is not None and last.model:
+            found[record["problem_id"]] = (last, verify.verification_time_limit(execution))
     return found
 
 

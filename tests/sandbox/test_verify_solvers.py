@@ -262,3 +262,32 @@ def test_a_time_limited_verdict_is_not_remembered() -> None:
 
     assert memo.get((b"k", False), lambda: next(answers)).status is SolveStatus.TIME_LIMIT
     assert memo.get((b"k", False), lambda: next(answers)).status is SolveStatus.OPTIMAL
+
+
+# max x + 2y on 0 <= x, y <= 1 with an equality row whose value is infinite (``x + y = 1e20`` as a
+# capture reads it): the row binds nothing, so (1, 1) is optimal at 3; with x + y = 1 it is (0, 1) at 2.
+def _equality_rows(value: float) -> LinearModel:
+    return two_vars(
+        sense="max",
+        obj=(1.0, 2.0),
+        lb=(0.0, 0.0),
+        ub=(1.0, 1.0),
+        row_names=("r",),
+        row_lower=(value,),
+        row_upper=(value,),
+        a_row=(0, 0),
+        a_col=(0, 1),
+        a_val=(1.0, 1.0),
+    )
+
+
+@pytest.mark.parametrize(("value", "optimum"), [(INF, 3.0), (1.0, 2.0)], ids=["infinite", "finite"])
+def test_every_parent_solver_reads_an_equality_row_alike(value: float, optimum: float) -> None:
+    model = _equality_rows(value)
+    solvers = [verify.resolve_with_highs, verify.resolve_with_scip]
+    if gurobi_available():
+        solvers.append(verify.resolve_with_gurobi)
+    for solve in solvers:
+        result = solve(model)
+        assert (result.solver, result.status) == (result.solver, SolveStatus.OPTIMAL)
+        assert result.objective == pytest.approx(optimum, abs=1e-9), result.solver

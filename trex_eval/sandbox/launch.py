@@ -277,16 +277,17 @@ def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> 
 
 def _record_tops(record: str | None) -> set[str] | None:
     """The first parts of the paths :func:`_installed_paths` reads from ``record``, without
-    splitting every path; None where that takes the full parse (no ``RECORD``, quoted rows, ``.``
-    or ``..`` inside a path)."""
-    if record is None:
+    splitting every path; None where that takes the full parse (no ``RECORD``, quoted fields,
+    ``.`` or ``..`` inside a path)."""
+    # A quoted field may hold a line break, and only the CSV reader knows where its row ends.
+    if record is None or '"' in record:
         return None
     tops = set()
     for line in record.splitlines():
         path = line.partition(",")[0]
         if not path or path.startswith(("/", "../")) or path == "..":
             continue  # rows _installed_paths leaves out
-        if line.startswith('"') or path.startswith("./") or "/." in path or path == ".":
+        if path.startswith("./") or "/." in path or path == ".":
             return None
         tops.add(path.partition("/")[0])
     return tops

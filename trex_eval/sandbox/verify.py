@@ -448,7 +448,9 @@ def resolve_with_gurobi(model: LinearModel, *, time_limit_s: float = 10.0) -> Re
 
 
 def _gurobi_range(solver: Any, expression: Any, low: float, high: float) -> None:
-    if low == high:
+    # An equality row only where its value is finite: a capture's ``= 1e20`` is an infinite bound
+    # on both sides, a free row (as HiGHS reads it), not an infeasible equation.
+    if low == high and math.isfinite(low):
         solver.addLConstr(expression, "=", high)
         return
     if math.isfinite(high):
@@ -530,7 +532,7 @@ def resolve_with_scip(model: LinearModel, *, time_limit_s: float = 10.0) -> Reso
 
 
 def _add_range(solver: Any, expression: Any, low: float, high: float) -> None:
-    if low == high:
+    if low == high and math.isfinite(low):  # as _gurobi_range: an infinite "equation" is free
         solver.addCons(expression == low)
         return
     if math.isfinite(high):

@@ -131,8 +131,8 @@ def job_environment(env: dict[str, str]) -> Iterator[None]:
     are touched; done in the job instead, every change would first copy the pages it writes
     (~0.2 ms a job)."""
     saved = dict(os.environ)
-    _become(env)
     try:
+        _become(env)
         yield
     finally:
         _become(saved)

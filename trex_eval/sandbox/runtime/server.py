@@ -232,13 +232,14 @@ class Server:
             with child.job_environment(plan.env):
                 pid = os.fork()
                 if pid == 0:
-                    child.run(plan)
-        except OSError:
+                    try:
+                        child.run(plan)
+                    finally:
+                        # Whatever escapes the job must not unwind into the worker's loop.
+                        os._exit(child.SETUP_FAILED_EXIT)
+        finally:
             if namespace_fd is not None:
                 native.setns(namespace_fd, native.CLONE_NEWPID)
-            raise
-        if namespace_fd is not None:
-            native.setns(namespace_fd, native.CLONE_NEWPID)
         return pid
 
     def _supervise(self, pid: int, limits: dict[str, Any], outputs: tuple[int, int]) -> Supervision:
