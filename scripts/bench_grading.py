@@ -37,6 +37,7 @@ unverified and why.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import queue
@@ -251,6 +252,12 @@ def audit_path(benchmark: str, lanes: int, out: Path) -> tuple[float, int]:
     subprocess.run(command, check=True, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     verdicts = Counter(json.loads(line)["grade"]["verdict"] for line in (out / "samples.jsonl").open())
+    with (out / "audit.csv").open(encoding="utf-8") as rows:
+        for row in csv.DictReader(rows):
+            if row["verdict"] != "correct" and not row["known_issue"]:
+                print(
+                    f"  audit: {row['id']} {row['verdict']} without a documented data issue: {row['reason']}"
+                )
     return elapsed, verdicts["correct"]
 
 
