@@ -6,7 +6,10 @@ Every optimum below is worked out by hand in the test's comment.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +25,7 @@ from trex_eval.sandbox import verify
 from trex_eval.sandbox.verify import Resolve, gurobi_available, model_key, verify_last_solve, verify_solve
 
 INF = math.inf
+REPO = Path(__file__).resolve().parents[2]
 
 
 def two_vars(**fields: object) -> LinearModel:
@@ -291,3 +295,30 @@ def test_every_parent_solver_reads_an_equality_row_alike(value: float, optimum: 
         result = solve(model)
         assert (result.solver, result.status) == (result.solver, SolveStatus.OPTIMAL)
         assert result.objective == pytest.approx(optimum, abs=1e-9), result.solver
+
+
+def test_the_gurobipy_re_solve_needs_no_scipy() -> None:
+    """A base install has gurobipy but neither SciPy nor pyscipopt: the harness's gurobipy must
+    still verify a quadratic claim (it once built its matrices with SciPy, so a base install left
+    every QP claim unverified)."""
+    if not gurobi_available():
+        pytest.skip("gurobipy is not licensed in this environment")
+    code = """
+import sys
+sys.modules["scipy"] = None  # any import of SciPy now fails, as where it is not installed
+from trex_eval.records import LinearModel
+from trex_eval.sandbox import verify
+result = verify.resolve_with_gurobi(LinearModel.model_validate_json(sys.argv[1]))
+print(result.solver, result.status.value, round(result.objective, 6))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code, CONVEX.model_dump_json()],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["gurobipy", "optimal", "0.5"]
