@@ -19,6 +19,7 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from ..records import SHM_MIB
 from .runtime import hooks
@@ -242,6 +243,17 @@ def _owned_entries(files: list[tuple[tuple[str, ...], bool]], depth: int = 0) ->
     return kept
 
 
+class _Listed(NamedTuple):
+    """A distribution of the site folder, as :func:`solver_entries` reads it: its ``RECORD``
+    text, whether it is allowed, its top-level names and its paths where already split."""
+
+    distribution: importlib.metadata.Distribution
+    record: str | None
+    allowed: bool
+    tops: set[str]
+    paths: list[tuple[str, ...]] | None
+
+
 @functools.cache
 def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> tuple[str, ...]:
     """Paths under the site-packages folder ``site`` that the solver distributions and their
@@ -249,27 +261,27 @@ def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> 
     ``.dist-info`` folders; a folder shared with other distributions (a namespace package such as
     ``google``) contributes only the allowed distributions' own entries."""
     allowed = solver_closure(roots)
-    listed: list[tuple[importlib.metadata.Distribution, str | None, bool, set[str]]] = []
-    parsed: dict[int, list[tuple[str, ...]]] = {}
+    listed: list[_Listed] = []
     for distribution in importlib.metadata.distributions(path=[site]):
         # The folder's own name where it has one (``Name`` would parse every METADATA file).
         name = getattr(distribution, "_normalized_name", None) or distribution.metadata["Name"] or ""
         record = distribution.read_text("RECORD")
-        tops = _record_tops(record)
+        tops, paths = _record_tops(record), None
         if tops is None:
-            parsed[len(listed)] = _installed_paths(distribution, record)
-            tops = {parts[0] for parts in parsed[len(listed)]}
-        listed.append((distribution, record, distribution_key(name) in allowed, tops))
+            paths = _installed_paths(distribution, record)
+            tops = {parts[0] for parts in paths}
+        listed.append(_Listed(distribution, record, distribution_key(name) in allowed, tops, paths))
     # Only a top-level name that allowed and other distributions share (a namespace folder such as
     # ``google``) needs their paths below it; every other one is an entry of its own.
-    mine = set().union(*(tops for _, _, allowed_one, tops in listed if allowed_one))
-    shared = mine & set().union(*(tops for _, _, allowed_one, tops in listed if not allowed_one))
+    mine = set().union(*(item.tops for item in listed if item.allowed))
+    shared = mine & set().union(*(item.tops for item in listed if not item.allowed))
     files: list[tuple[tuple[str, ...], bool]] = []
-    for index, (distribution, record, allowed_one, tops) in enumerate(listed):
+    for distribution, record, allowed_one, tops, paths in listed:
         if allowed_one:
             files.extend(((top,), True) for top in tops - shared)
         if not tops.isdisjoint(shared):
-            paths = parsed.get(index) or _installed_paths(distribution, record)
+            if paths is None:
+                paths = _installed_paths(distribution, record)
             files.extend((parts, allowed_one) for parts in paths if parts[0] in shared)
     found = {os.path.join(site, *parts) for parts in _owned_entries(files)}
     return tuple(sorted(path for path in found if os.path.lexists(path)))

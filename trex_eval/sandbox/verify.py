@@ -42,6 +42,7 @@ import hashlib
 import importlib
 import importlib.util
 import math
+import operator
 import os
 import sys
 import threading
@@ -447,16 +448,19 @@ def resolve_with_gurobi(model: LinearModel, *, time_limit_s: float = 10.0) -> Re
         raise
 
 
-def _gurobi_range(solver: Any, expression: Any, low: float, high: float) -> None:
-    # An equality row only where its value is finite: a capture's ``= 1e20`` is an infinite bound
-    # on both sides, a free row (as HiGHS reads it), not an infeasible equation.
+def _row_sides(low: float, high: float) -> list[tuple[str, float]]:
+    """The constraints a row ``low <= a'x <= high`` becomes, as (sense, value) pairs: one ``=``
+    where its bounds meet at a finite value, else a ``<`` and a ``>`` for each finite side. An
+    equality at an infinite value (a capture's ``= 1e20``) is a free row, as HiGHS reads it, not
+    an infeasible equation."""
     if low == high and math.isfinite(low):
-        solver.addLConstr(expression, "=", high)
-        return
-    if math.isfinite(high):
-        solver.addLConstr(expression, "<", high)
-    if math.isfinite(low):
-        solver.addLConstr(expression, ">", low)
+        return [("=", low)]
+    return [(sense, value) for sense, value in (("<", high), (">", low)) if math.isfinite(value)]
+
+
+def _gurobi_range(solver: Any, expression: Any, low: float, high: float) -> None:
+    for sense, value in _row_sides(low, high):
+        solver.addLConstr(expression, sense, value)
 
 
 # --------------------------------------------------------------------------- SCIP
@@ -531,14 +535,12 @@ def resolve_with_scip(model: LinearModel, *, time_limit_s: float = 10.0) -> Reso
     return Resolve(status, objective, raw, "scip")
 
 
+_SCIP_SIDES = {"=": operator.eq, "<": operator.le, ">": operator.ge}
+
+
 def _add_range(solver: Any, expression: Any, low: float, high: float) -> None:
-    if low == high and math.isfinite(low):  # as _gurobi_range: an infinite "equation" is free
-        solver.addCons(expression == low)
-        return
-    if math.isfinite(high):
-        solver.addCons(expression <= high)
-    if math.isfinite(low):
-        solver.addCons(expression >= low)
+    for sense, value in _row_sides(low, high):
+        solver.addCons(_SCIP_SIDES[sense](expression, value))
 
 
 # --------------------------------------------------------------------------- choosing and remembering
