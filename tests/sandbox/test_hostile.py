@@ -463,3 +463,30 @@ def test_highs_stand_in_is_used_when_asked(tight_pool: SandboxPool) -> None:
     assert str(STAND_IN) in execution.stdout_tail
     assert execution.solves[0].status is SolveStatus.OPTIMAL and execution.solves[0].objective == 42.0
     assert execution.solves[0].verification == "match"
+
+
+LOOK_BACK = """
+import sys
+frame, found = sys._getframe(), []
+while frame is not None:
+    for name, value in list(frame.f_locals.items()):
+        if {secret!r} in repr(value)[:1_000_000]:
+            found.append(name)
+    frame = frame.f_back
+print("FOUND", sorted(set(found)))
+"""
+
+
+def test_a_job_cannot_read_the_previous_job_from_the_worker_s_frames() -> None:
+    """Each job is forked from the worker's loop: the previous job's request (its program) and
+    reply (its output and records) must be gone from that loop's locals by then."""
+    secret = f"answer-{marker()}"
+    with SandboxPool(workers=1, highs_package=STAND_IN) as pool:
+        first = pool.run(Job(code=f"print({secret!r})", expect="any"))
+        second = pool.run(Job(code=LOOK_BACK.format(secret=secret), expect="any"))
+
+    assert first.status is ExecStatus.OK and secret in first.stdout_tail
+    assert second.status is ExecStatus.OK, second.stderr_tail
+    # The second program's own source holds the secret (its `request`); nothing else may.
+    found = eval(second.stdout_tail.split("FOUND", 1)[1])
+    assert set(found) <= {"request", "source", "plan"}, found

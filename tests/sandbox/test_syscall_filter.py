@@ -83,7 +83,7 @@ def test_the_filter_refuses_exactly_what_it_documents(machine: str, arch: int) -
     number = {name: n for name, numbers in syscalls._NUMBERS.items() if (n := numbers[column]) is not None}
     verdict = lambda nr, *args: _run_filter(machine, arch=arch, nr=nr, args=args)  # noqa: E731
 
-    for name in ("memfd_create", "shmget", "msgget", "io_uring_setup", *ESCAPES):
+    for name in ("memfd_create", "shmget", "msgget", "semget", "mq_open", "io_uring_setup", *ESCAPES):
         if name in number:
             assert verdict(number[name]) == EPERM, name
     assert verdict(number["clone3"]) == 0x00050000 | errno.ENOSYS
@@ -150,6 +150,8 @@ def raw(number, *args):
 attempt("memfd", lambda: os.memfd_create("hold"))
 attempt("shmget", raw(29, 0, 1 << 20, 0o1600))   # IPC_PRIVATE, IPC_CREAT | 0600
 attempt("msgget", raw(68, 0, 0o1600))
+attempt("semget", raw(64, 0, 4, 0o1600))         # IPC_PRIVATE, 4 semaphores, IPC_CREAT | 0600
+attempt("mq_open", raw(240, b"/trex-leak", 0o100 | 0o2, 0o600, None))  # O_CREAT | O_RDWR
 attempt("io_uring", raw(425, 8, ctypes.create_string_buffer(120)))
 attempt("unix_stream", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
 attempt("unix_dgram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
@@ -219,7 +221,8 @@ def test_jobs_cannot_hold_memory_outside_the_limit_nor_reach_host_sockets(
     assert execution.status is ExecStatus.OK, (execution.detail, execution.stderr_tail)
     line = [item for item in execution.stdout_tail.splitlines() if item.startswith("OUTCOME ")][-1]
     found = json.loads(line[len("OUTCOME ") :])
-    for name in ("memfd", "shmget", "msgget", "io_uring", "unix_stream", "unix_dgram", "pair_dgram"):
+    names = ("memfd", "shmget", "msgget", "semget", "mq_open", "io_uring", "unix_stream", "unix_dgram")
+    for name in (*names, "pair_dgram"):
         assert found[name] == "EPERM", (name, found)
     assert found["pair_stream"] == "ping"
     assert found["connected"] == []

@@ -111,6 +111,9 @@ def main(argv: list[str]) -> int:
             return 0
         # After the reply, so the import's cost is off this job's path.
         warmer.after_job(reply, str(request.get("nonce", "")))
+        # The next job is forked from this frame: it must not find this job's request (another
+        # program's source) or reply (its output and records) among the worker's locals.
+        del request, reply
 
 
 class Supervision(NamedTuple):

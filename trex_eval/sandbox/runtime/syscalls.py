@@ -8,6 +8,10 @@ Refused calls fail with ``EPERM`` (``clone3`` with ``ENOSYS``); nothing else cha
   3 GiB under a 2 GiB limit), and they outlive any mapping of them.
 * ``shmget``, ``msgget``: System V segments and queues outlive the process that made them (they
   belong to the worker's IPC namespace) and ``RLIMIT_AS`` counts them only while attached.
+* ``semget``, ``mq_open``: System V semaphore sets and POSIX message queues also live in the
+  worker's IPC namespace, so a job could leave values in them for a later job to read (a
+  channel between samples). Python's own semaphores (``sem_open``) are files in the job's
+  private ``/dev/shm`` and still work.
 * ``socket(AF_UNIX, ...)`` and ``socketpair(AF_UNIX, <not SOCK_STREAM>)``: a network namespace
   does not cover filesystem sockets, and ``connect``/``sendto`` work on a read-only mount, so a
   socket a host process creates in any bound directory (now or later) would be reachable. A
@@ -54,6 +58,8 @@ _NUMBERS: dict[str, tuple[int | None, int | None]] = {
     "memfd_secret": (447, 447),
     "shmget": (29, 194),
     "msgget": (68, 186),
+    "semget": (64, 190),
+    "mq_open": (240, 180),
     "io_uring_setup": (425, 425),
     "io_uring_enter": (426, 426),
     "io_uring_register": (427, 427),
