@@ -182,7 +182,8 @@ def _broken_text(breakage: str, value: float) -> str:
     if breakage == RUNTIME:
         return _fenced("raise ValueError('deliberately broken')\n")
     if breakage == LOOP:
-        return _fenced("while True:\n    pass\n")
+        # Asleep, not spinning: it reaches its wall-clock limit, never its CPU limit (equal to it).
+        return _fenced("import time\nwhile True:\n    time.sleep(1)\n")
     if breakage == NO_CODE:
         return "I would model this as a linear program, but I will not write the code."
     if breakage == LICENCE:

@@ -14,9 +14,9 @@ from sandbox_support import STAND_IN
 
 from trex_eval.records import ExecStatus, SandboxLimits
 from trex_eval.sandbox import Job, SandboxPool
-from trex_eval.sandbox.pool import OWNER_FILE, SCRATCH_PREFIX, _owner_stamp, remove_stale_scratch
 from trex_eval.sandbox.runtime import workdir
 from trex_eval.sandbox.runtime.contract import PROGRAM_FILE
+from trex_eval.sandbox.scratch import OWNER_FILE, SCRATCH_PREFIX, _owner_stamp, remove_stale_scratch
 
 NEST = """
 import os

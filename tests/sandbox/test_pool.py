@@ -104,7 +104,7 @@ def test_lost_worker_is_reported_and_replaced() -> None:
         thread.start()
         time.sleep(1.0)
         killed = time.monotonic()
-        for worker in list(small._live):  # white box: a program cannot reach its worker, the test can
+        for worker in list(small._lanes._live):  # type: ignore[union-attr]  # white box: a program cannot reach its worker, the test can
             worker.kill()
         thread.join(timeout=30)
         noticed = time.monotonic() - killed

@@ -32,6 +32,7 @@ def main() -> None:
         outcome["level"] = pool.isolation
         outcome["network_blocked"] = pool.isolation_report.network_blocked
         outcome["jobs"] = pool.describe()["jobs"]
+        outcome["fair_share"] = pool.describe()["fair_share"]
         solved = pool.run(Job(code=SOLVE))
         outcome["solve"] = [solved.status.value, [s.objective for s in solved.solves]]
         connect = (

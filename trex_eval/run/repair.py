@@ -182,15 +182,15 @@ def _facts(
     )
 
 
-_JOB_DIRECTORY = re.compile(r"/(?:[^\s\"'/]+/)*job-\d+/")
-"""The sandbox's working directory of one job (``/tmp/job-7/``, or a worker's scratch folder at the
-weaker isolation levels): numbered per worker, so it differs between sessions."""
+_JOB_DIRECTORY = re.compile(r"/(?:[^\s\"'/]+/)*job(?:-\d+)?/")
+"""The sandbox's working directory of one job (``/tmp/job/``, or a worker's scratch folder at the
+weaker isolation levels, which differs between sessions; ``job-7/`` in runs of earlier versions)."""
 
 
 def _tail(text: str, *, lines: int, chars: int) -> str:
     """The last ``lines`` lines of ``text``, cut to its last ``chars`` characters (a cut is marked
     with a leading ``...``), with the job's working directory left out of paths
-    (``/tmp/job-7/program.py`` reads ``program.py``): the feedback for the same outcome is then
+    (``/tmp/job/program.py`` reads ``program.py``): the feedback for the same outcome is then
     the same text in every session, which is what lets a resumed run reuse a stored round."""
     text = _JOB_DIRECTORY.sub("", text)
     kept = "\n".join(text.rstrip().splitlines()[-lines:])

@@ -6,9 +6,11 @@ result-channel lines without the job's nonce are ignored, and every record is va
 
 Status precedence (first match wins):
 
-1. the worker killed the program: wall clock -> ``timeout``, output size -> ``output_limit``,
-   process count -> ``killed``; death by SIGKILL with at least 75% of the CPU limit used
-   -> ``timeout`` (the kernel enforces ``RLIMIT_CPU`` with SIGKILL);
+1. the worker killed the program: wall clock (less time starved of CPU) or CPU time of all its
+   processes -> ``timeout``, output size -> ``output_limit``, process count -> ``killed``, real
+   time past the starvation cap -> ``killed`` (the machine's load: the pool runs it once more);
+   death by SIGKILL with at least 75% of the CPU limit used -> ``timeout`` (the kernel enforces
+   ``RLIMIT_CPU`` with SIGKILL);
 2. the program did not compile -> ``syntax_error``;
 3. a licence failure was seen (gurobipy errno 10009/10010, COPT licence error), not ruled out by
    the harness's own licence pre-flight, and no solve succeeded -> ``licence_error``;
@@ -406,6 +408,16 @@ def _classify(
         )
     if killed_for == "processes":
         return _Verdict(ExecStatus.KILLED, f"more than {limits.max_processes} processes")
+    if killed_for == "cpu":
+        return _Verdict(
+            ExecStatus.TIMEOUT, f"CPU time limit of {limits.cpu_s:g} s exceeded (all its processes together)"
+        )
+    if killed_for == "starved":
+        return _Verdict(
+            ExecStatus.KILLED,
+            f"stopped after {reply.get('wall_s', 0.0):.0f} s of real time, starved of CPU by the "
+            "machine's load (not the program's failure)",
+        )
     if number == signal.SIGXCPU or (number == signal.SIGKILL and _near_cpu_limit(reply.get("cpu_s"), limits)):
         return _Verdict(ExecStatus.TIMEOUT, f"CPU time limit of {limits.cpu_s:g} s exceeded")
     end = report.end

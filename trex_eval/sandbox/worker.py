@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .cgroups import Lane
 from .runtime import framing
 
 T = TypeVar("T")
@@ -36,9 +37,11 @@ class WorkerGone(WorkerFailure):
 class WorkerProcess:
     """One running worker. Not thread-safe: the pool lends it to one caller at a time."""
 
-    def __init__(self, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], log_path: Path, lane: Lane | None = None) -> None:
         self.process = process
         self.log_path = log_path
+        self.lane = lane
+        """The worker's cgroup (see :mod:`.cgroups`), or None."""
         self.ready: dict[str, Any] = {}
         self._buffer = bytearray()
         assert process.stdin is not None and process.stdout is not None
@@ -47,7 +50,15 @@ class WorkerProcess:
         os.set_blocking(self._out, False)
 
     @classmethod
-    def spawn(cls, command: Sequence[str], *, env: Mapping[str, str], log_path: Path) -> WorkerProcess:
+    def spawn(
+        cls,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        log_path: Path,
+        pass_fds: tuple[int, ...] = (),
+        lane: Lane | None = None,
+    ) -> WorkerProcess:
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
                 list(command),
@@ -56,9 +67,10 @@ class WorkerProcess:
                 stderr=log,
                 env=dict(env),
                 close_fds=True,
+                pass_fds=pass_fds,
                 start_new_session=True,
             )
-        return cls(process, log_path)
+        return cls(process, log_path, lane)
 
     def await_ready(self, timeout_s: float) -> dict[str, Any]:
         """Wait for the worker's ``ready`` message (WorkerFailure on death, garbage or timeout)."""
@@ -78,7 +90,7 @@ class WorkerProcess:
                 data = data[os.write(self._in, data) :]
         except OSError as error:
             raise WorkerGone(f"worker stopped accepting jobs: {error}") from None
-        return self._read_frame(time.monotonic() + timeout_s)
+        return _as_text(self._read_frame(time.monotonic() + timeout_s))
 
     def _read_frame(self, deadline: float) -> dict[str, Any]:
         with selectors.DefaultSelector() as selector:
@@ -138,6 +150,25 @@ class WorkerProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+
+
+_TEXT_FIELDS = ("stdout", "stderr", "channel")
+
+
+def _as_text(reply: dict[str, Any]) -> dict[str, Any]:
+    """A reply with its byte fields (what the program wrote, sent raw: see ``runtime.framing``)
+    as text: output and result records as UTF-8 with undecodable bytes replaced, each collected
+    file's ``content`` likewise."""
+    for name in _TEXT_FIELDS:
+        value = reply.get(name)
+        if isinstance(value, bytes):
+            reply[name] = value.decode("utf-8", "replace")
+    files = reply.get("files")
+    for index, item in enumerate(files if isinstance(files, list) else ()):
+        content = reply.pop(f"file:{index}", None)
+        if isinstance(item, dict) and isinstance(content, bytes):
+            item["content"] = content.decode("utf-8", "replace")
+    return reply
 
 
 class Spawner:

@@ -47,8 +47,9 @@ class ResultChannel:
         except (OSError, ValueError, TypeError, RecursionError):
             pass
 
-    def read_all(self, limit_bytes: int = MAX_CHANNEL_BYTES) -> tuple[str, int]:
-        """Everything written so far, for the worker, and the number of bytes left out.
+    def read_all(self, limit_bytes: int = MAX_CHANNEL_BYTES) -> tuple[bytes, int]:
+        """Everything written so far (bytes, sent to the harness as they are), for the worker, and
+        the number of bytes left out.
 
         At most ``limit_bytes`` (capped at ``MAX_CHANNEL_BYTES``) are returned: over that, the
         first and the last half of the limit, each cut at a record boundary, so the start record,
@@ -58,13 +59,13 @@ class ResultChannel:
         size = os.fstat(self.fd).st_size
         limit = min(limit_bytes, MAX_CHANNEL_BYTES)
         if size <= limit:
-            return os.pread(self.fd, size, 0).decode("utf-8", "replace"), 0
+            return os.pread(self.fd, size, 0), 0
         half = limit // 2
         head = os.pread(self.fd, half, 0)
         head = head[: head.rfind(b"\n") + 1]
         tail = os.pread(self.fd, half, size - half)
         tail = tail[tail.find(b"\n") + 1 :]
-        return (head + tail).decode("utf-8", "replace"), size - len(head) - len(tail)
+        return head + tail, size - len(head) - len(tail)
 
     def close(self) -> None:
         os.close(self.fd)

@@ -1,8 +1,9 @@
 """What a forked job process does: confine itself, run the program as ``__main__``, report.
 
-The process is forked from the warm worker (so the solver libraries are already imported and
-hooked) and, where the kernel allows, is the first process of a fresh PID namespace: when it
-exits or is killed, every process it started dies with it, ``setsid`` or not.
+The process is forked from the worker's zygote (so the solver libraries are already imported and
+hooked, and nothing of an earlier job is in its memory: see :mod:`.zygote`) and, where the kernel
+allows, is the first process of a fresh PID namespace, with a ``/proc`` of its own: when it exits
+or is killed, every process it started dies with it, ``setsid`` or not.
 
 Records written to the result channel, in order: ``start``; any number of ``solve``,
 ``solve_error``, ``model_written``, ``gurobipy`` and ``note`` records (also from the program's own
@@ -22,7 +23,6 @@ import signal
 import sys
 import traceback
 import types
-from collections.abc import Iterator
 from typing import Any, NamedTuple, NoReturn
 
 from . import hooks, native, syscalls
@@ -38,35 +38,32 @@ _OUTPUT_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
 
 
 class JobPlan(NamedTuple):
-    """Everything the forked process needs, prepared by the worker before the fork.
+    """Everything the forked process needs, prepared by the zygote before the fork.
 
     Attributes:
         workdir: the job's working directory (already holds the program and its files).
-        program_path: the program file inside ``workdir`` (``__file__`` of the program).
-        source: the program text as it will run.
+        program_path: the program file inside ``workdir`` (``__file__`` of the program), which
+            the job reads itself: its text never passes through the zygote.
         channel: result channel (the job keeps its descriptor).
         stdout_fd / stderr_fd: descriptors the program's fd 1 / fd 2 become.
-        env: the complete environment of the program (the worker sets it before the fork:
-            :func:`job_environment`).
         cpu_s / file_size_mib: limits (see ``trex_eval.sandbox.SandboxLimits``).
-        address_space_bytes: the ``RLIMIT_AS`` to set: the worker's address space at the fork
+        address_space_bytes: the ``RLIMIT_AS`` to set: the zygote's address space at the fork
             plus the job's memory allowance (what the job inherits is not charged to it).
         nofile: open-file limit.
         nproc_limit: ``RLIMIT_NPROC`` to set, or None where the kernel would not enforce it.
         job_uid: unprivileged uid (and gid) to switch to, or None to keep the worker's.
         gurobi: ``"real"`` or ``"highs"``; ``highs_package`` is the gurobipy_highs folder.
-        worker_pid: the forking worker (the job dies with it).
-        warmable: modules whose use the ``end`` record reports (``imported``), so the worker can
-            import them for later jobs.
+        worker_pid: the forking zygote (the job dies with it).
+        own_proc: mount options of the ``/proc`` the job mounts for itself in a mount namespace
+            of its own (it then sees only its own processes, numbered from 1, and none of the
+            machine's counters), or None to keep the worker's.
     """
 
     workdir: str
     program_path: str
-    source: str
     channel: ResultChannel
     stdout_fd: int
     stderr_fd: int
-    env: dict[str, str]
     cpu_s: float
     address_space_bytes: int
     file_size_mib: int
@@ -76,7 +73,7 @@ class JobPlan(NamedTuple):
     gurobi: str
     highs_package: str
     worker_pid: int
-    warmable: tuple[str, ...] = ()
+    own_proc: str | None = None
 
 
 def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
@@ -98,6 +95,8 @@ def confine(plan: JobPlan) -> None:
     keep = plan.channel.fd
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 20)
+    if plan.own_proc is not None:
+        own_proc(plan.own_proc)
     os.chdir(plan.workdir)
     _set_limit(resource.RLIMIT_AS, plan.address_space_bytes)
     # Soft = hard: the job is the init of its PID namespace, and an init ignores SIGXCPU (the
@@ -118,38 +117,28 @@ def confine(plan: JobPlan) -> None:
     native.prctl(native.PR_SET_NO_NEW_PRIVS, 1)
     if syscalls.SUPPORTED:
         syscalls.install()
-    # The environment is already the job's: the worker set it just before the fork
-    # (:func:`job_environment`), where no page of it is yet shared with a child to copy.
+    # The environment is already the job's: the zygote holds it (the same for every job).
 
 
-@contextlib.contextmanager
-def job_environment(env: dict[str, str]) -> Iterator[None]:
-    """In the worker, around the fork: the process environment is exactly ``env`` (the forked
-    job inherits it as it is), and the worker's own again afterwards.
+def own_proc(options: str) -> None:
+    """Enter a mount namespace of this process's own and mount a ``/proc`` of its PID namespace
+    there (``options``: e.g. ``subset=pid``, which leaves out the machine-wide files, such as
+    ``/proc/stat``'s count of every process ever forked, through which one job could signal a
+    later one). Propagation is made private first, so nothing mounted here reaches the worker.
 
-    The worker runs with the job environment but for the per-job paths, so only the differences
-    are touched; done in the job instead, every change would first copy the pages it writes
-    (~0.2 ms a job)."""
-    saved = dict(os.environ)
-    try:
-        _become(env)
-        yield
-    finally:
-        _become(saved)
-
-
-def _become(env: dict[str, str]) -> None:
-    for name in [name for name in os.environ if name not in env]:
-        del os.environ[name]
-    for name, value in env.items():
-        if os.environ.get(name) != value:
-            os.environ[name] = value
+    Raises:
+        OSError: the kernel refused (the worker checked at start-up that it does not).
+    """
+    native.unshare(native.CLONE_NEWNS)
+    native.mount("", "/", "", native.MS_REC | native.MS_PRIVATE)
+    native.mount("proc", "/proc", "proc", native.MS_NOSUID | native.MS_NODEV | native.MS_NOEXEC, options)
 
 
 def run(plan: JobPlan) -> NoReturn:
     """Confine, run the program, report; never returns (the process exits)."""
     try:
         confine(plan)
+        source = _read_program(plan.program_path)
     except BaseException as error:
         plan.channel.emit("setup_failed", {"error": describe_failure(error)})
         os._exit(SETUP_FAILED_EXIT)
@@ -158,13 +147,12 @@ def run(plan: JobPlan) -> NoReturn:
     switch = GurobipySwitch(plan.gurobi, plan.highs_package, hooks.GUROBIPY_INSTALLER)
     switch.activate()
     main_pid = os.getpid()
-    namespace, end = _execute(plan)
+    namespace, end = _execute(plan, source)
     if os.getpid() != main_pid:
         # A fork of the program unwound to here: it is not the program's end.
         _flush()
         os._exit(end["exit_code"])
     end["bindings"] = _bindings(namespace)
-    end["imported"] = _imported(plan)
     _flush()
     plan.channel.emit("end", end)
     os._exit(end["exit_code"])
@@ -188,7 +176,13 @@ def _exception_fields(error: BaseException) -> dict[str, Any]:
     }
 
 
-def _execute(plan: JobPlan) -> tuple[dict[str, Any], dict[str, Any]]:
+def _read_program(path: str) -> str:
+    """The program's text as the supervisor wrote it (lone surrogates of a model's text kept)."""
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", "surrogatepass")
+
+
+def _execute(plan: JobPlan, source: str) -> tuple[dict[str, Any], dict[str, Any]]:
     main = types.ModuleType("__main__")
     main.__file__ = plan.program_path
     main.__builtins__ = builtins  # type: ignore[attr-defined]
@@ -198,7 +192,7 @@ def _execute(plan: JobPlan) -> tuple[dict[str, Any], dict[str, Any]]:
     namespace = main.__dict__
     end: dict[str, Any] = {"phase": "run", "exit_code": 0, "sys_exit": False, "error": None}
     try:
-        code = compile(plan.source, plan.program_path, "exec", dont_inherit=True)
+        code = compile(source, plan.program_path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         traceback.print_exception(type(error), error, None)
         end.update(phase="compile", exit_code=1, error=_exception_fields(error))
@@ -214,18 +208,6 @@ def _execute(plan: JobPlan) -> tuple[dict[str, Any], dict[str, Any]]:
         traceback.print_exception(type(error), error, trace)
         end.update(exit_code=1, error=_exception_fields(error))
     return namespace, end
-
-
-def _imported(plan: JobPlan) -> list[str]:
-    """The warmable modules this program imported (gurobipy_highs as ``gurobipy`` does not count)."""
-    layer = plan.highs_package + os.sep if plan.highs_package else None
-    found = []
-    for name in plan.warmable:
-        module = sys.modules.get(name)
-        origin = getattr(module, "__file__", None) or ""
-        if module is not None and not (layer and origin.startswith(layer)):
-            found.append(name)
-    return found
 
 
 def _exit_status(code: object) -> int:

@@ -7,6 +7,7 @@ and calibrates ``RLIMIT_NPROC`` against the processes the kernel already charges
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -26,6 +27,10 @@ class Confinement:
         self.notes: list[str] = []
         self.kept: tuple[str, ...] = ()
         """Entries of a private ``/tmp`` bound back from the host (the wipe leaves them alone)."""
+        self.own_proc: str | None = None
+        """Options of the ``/proc`` each job mounts for itself, or None (see :func:`probe_own_proc`)."""
+        self.pid_counter_fd: int | None = None
+        self.pid_max = 32768
 
 
 def take_protocol_descriptors() -> tuple[int, int]:
@@ -68,7 +73,9 @@ def enter_job_namespaces(
         return
     uid, gid = os.geteuid(), os.getegid()
     try:
-        native.unshare(native.CLONE_NEWUSER | native.CLONE_NEWPID)
+        # A mount namespace too, owned by the new user namespace: the worker mounts each job's
+        # fresh /tmp there.
+        native.unshare(native.CLONE_NEWUSER | native.CLONE_NEWPID | native.CLONE_NEWNS)
         native.write_id_maps(uid, gid)
     except OSError as error:
         confinement.notes.append(f"no PID namespace per job ({error}): descendants are swept instead")
@@ -128,6 +135,17 @@ def mount_private_tmpfs(config: WorkerConfig, confinement: Confinement) -> None:
         confinement.kept += tuple(kept)
         confinement.notes.append(
             f"private tmpfs over {path}" + (f" ({mib} MiB)" if mib else " (empty, read-only)")
+        )
+
+
+def kept_under_job_tmpfs(config: WorkerConfig, confinement: Confinement) -> None:
+    """Add to ``confinement.kept`` the entries of each per-job tmpfs path (``/tmp``) that hold
+    what the worker needs (an interpreter or checkout living under ``/tmp``): every job's fresh
+    tmpfs gets them bound back."""
+    needed = [*_needed_paths(config), sys.prefix, sys.base_prefix]
+    for path, _ in config.job_tmpfs:
+        confinement.kept += tuple(
+            entry for entry in _top_entries(path, needed) if entry not in confinement.kept
         )
 
 
@@ -218,3 +236,80 @@ def calibrate_process_limit(confinement: Confinement) -> None:
         confinement.nproc_base = limit - 2
     else:
         confinement.notes.append("RLIMIT_NPROC not enforced: the process count is polled instead")
+
+
+_PID_COUNTER = "/proc/sys/kernel/ns_last_pid"
+_OWN_PROC_OPTIONS = ("subset=pid", "")
+"""``/proc`` mount options a job tries, best first: ``subset=pid`` (Linux 5.8) leaves out every
+machine-wide file (``/proc/stat`` counts every fork since boot, ``/proc/meminfo`` the page cache),
+the plain mount at least hides the worker's processes and numbers the job's from 1."""
+
+
+def probe_own_proc(confinement: Confinement) -> None:
+    """Find whether a job can enter a mount namespace of its own and mount a ``/proc`` there
+    (tried by a child that does what a job will: a fresh PID namespace where the worker gives one,
+    then :func:`.child.own_proc`); sets ``confinement.own_proc`` to the options that worked."""
+    from .child import own_proc
+
+    for options in _OWN_PROC_OPTIONS:
+        namespace_fd = confinement.pid_namespace_fd
+        if namespace_fd is not None:
+            native.unshare(native.CLONE_NEWPID)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    own_proc(options)
+                    os._exit(0 if os.path.exists("/proc/self/status") else 1)
+                except BaseException:
+                    os._exit(1)
+        finally:
+            if namespace_fd is not None:
+                native.setns(namespace_fd, native.CLONE_NEWPID)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) == 0:
+            confinement.own_proc = options
+            return
+    confinement.notes.append(
+        "no /proc of its own per job: jobs see the worker's /proc (its processes and the machine's counters)"
+    )
+
+
+def open_pid_counter(confinement: Confinement) -> None:
+    """Keep ``ns_last_pid`` of the worker's PID namespace open for writing where this worker may
+    set it (``confinement.pid_counter_fd``); see :func:`randomise_pid_counter`."""
+    try:
+        fd = os.open(_PID_COUNTER, os.O_RDWR | os.O_CLOEXEC)
+    except OSError as error:
+        confinement.notes.append(
+            f"pids of jobs not randomised ({error.strerror}): one job's process count reaches the next"
+        )
+        return
+    try:
+        current = os.pread(fd, 32, 0).strip()
+        os.pwrite(fd, current, 0)
+    except OSError as error:
+        os.close(fd)
+        confinement.notes.append(
+            f"pids of jobs not randomised ({error.strerror}): one job's process count reaches the next"
+        )
+        return
+    confinement.pid_counter_fd = fd
+    try:
+        with open("/proc/sys/kernel/pid_max", "rb") as handle:
+            confinement.pid_max = int(handle.read().strip())
+    except (OSError, ValueError):
+        confinement.pid_max = 32768
+
+
+def randomise_pid_counter(confinement: Confinement) -> None:
+    """Set the worker namespace's next pid at random before a job is forked: a job's pid (which
+    the zygote holds, and a job without a ``/proc`` of its own can read) then says nothing about
+    how many processes the jobs before it started. No-op where :func:`open_pid_counter` failed."""
+    fd = confinement.pid_counter_fd
+    if fd is None:
+        return
+    low, high = 1000, max(1001, confinement.pid_max - 4096)
+    value = low + int.from_bytes(os.urandom(4), "little") % (high - low)
+    with contextlib.suppress(OSError):
+        os.pwrite(fd, str(value).encode(), 0)

@@ -11,6 +11,24 @@ WORKDIR_TOKEN = "@@TREX_WORKDIR@@"
 PROGRAM_FILE = "program.py"
 """File name of the program inside its working directory (its ``__file__``)."""
 
+JOB_DIR = "job"
+TMP_DIR = "tmp"
+"""The job's working and temporary directories, under the worker's scratch directory: the same
+names for every job (where each job gets a fresh ``/tmp``, so nothing of a path tells one job
+from another or says how many ran before it)."""
+
+STARVED_FACTOR = 3.0
+STARVED_SLACK_S = 30.0
+"""A job that has not used up its wall-clock limit (which does not count time it was starved of
+CPU, see ``runtime.supervise``) is still stopped ``STARVED_FACTOR * wall_s + STARVED_SLACK_S``
+seconds after it started (``killed_for="starved"``): the machine, not the program, is the
+problem then, and the harness must not wait without end."""
+
+
+def real_time_cap_s(wall_s: float) -> float:
+    """Seconds of real time after which a job is stopped whatever it was charged (see above)."""
+    return STARVED_FACTOR * wall_s + STARVED_SLACK_S
+
 
 class WorkerConfig(NamedTuple):
     """Start-up settings sent by the harness (see ``trex_eval.sandbox.pool``).
@@ -46,6 +64,16 @@ class WorkerConfig(NamedTuple):
             more than ``disk_mib`` MiB in all is killed (``killed_for="disk"``).
         disk_mib: the pool's ``SandboxLimits.disk_mib``: the disk watch's budget, and a cap on
             every job's ``RLIMIT_FSIZE`` (0: no cap).
+        job_tmpfs: ``(path, MiB)`` tmpfs the worker mounts anew over ``path`` for every job and
+            unmounts after it (``bwrap`` and ``unshare``: ``/tmp`` of ``disk_mib`` holding the
+            job's directories, ``/dev/shm`` of ``SHM_MIB``): a job finds nothing of an earlier
+            one there, not even its inode numbers. Empty: the scratch directory is wiped instead.
+        lanes: workers of the pool, for a job's fair share of the machine's CPUs (see
+            ``runtime.supervise``).
+        cpu_usage_fd: a descriptor open on the worker's own cgroup CPU counter (cgroup v1
+            ``cpuacct.usage``, nanoseconds, or v2 ``cpu.stat``), passed by the harness; None where
+            the harness has no cgroup for it (CPU is then summed over the job's processes).
+        cpu_usage_format: ``"v1"`` or ``"v2"``: how to read ``cpu_usage_fd``.
     """
 
     preload: tuple[str, ...]
@@ -63,6 +91,10 @@ class WorkerConfig(NamedTuple):
     private_tmpfs: tuple[tuple[str, int], ...] = ()
     disk_watch: tuple[str, ...] = ()
     disk_mib: int = 0
+    job_tmpfs: tuple[tuple[str, int], ...] = ()
+    lanes: int = 1
+    cpu_usage_fd: int | None = None
+    cpu_usage_format: str = ""
 
     def to_json(self) -> str:
         return json.dumps(self._asdict())

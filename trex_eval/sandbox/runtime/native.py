@@ -7,11 +7,13 @@ decide whether a refusal means "fall back" or "broken".
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import platform
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
+CLONE_NEWNS = 0x00020000
 
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
@@ -19,12 +21,15 @@ MS_NODEV = 0x4
 MS_NOEXEC = 0x8
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
 # statvfs(2) f_flag bits that are also mount(2) flags of the same value (nosuid, nodev, noexec,
 # synchronous, mandlock, noatime, nodiratime, relatime): a bind remount inside a user namespace
 # must repeat those the mount already has (the kernel locks them), or it fails with EPERM.
 _STATVFS_MOUNT_FLAGS = 0x2 | 0x4 | 0x8 | 0x10 | 0x40 | 0x400 | 0x800 | 0x1000
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -120,3 +125,31 @@ def remount_read_only(target: str) -> None:
     """Make the mount at ``target`` read-only (a bind remount keeping the flags it has)."""
     kept = os.statvfs(target).f_flag & _STATVFS_MOUNT_FLAGS
     mount("", target, "", MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+
+
+MNT_DETACH = 2
+
+
+def detach(target: str) -> None:
+    """``umount2(target, MNT_DETACH)``: the mount leaves the tree now and goes once unused."""
+    _check(_libc.umount2(os.fsencode(target), ctypes.c_int(MNT_DETACH)), f"umount {target}")
+
+
+RUSAGE_BYTES = 144
+"""``sizeof(struct rusage)`` on 64-bit Linux: two ``timeval`` and fourteen ``long``."""
+
+_libc.wait4.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+_libc.wait4.restype = ctypes.c_int
+
+
+def wait4_into(pid: int, status: ctypes.c_int, rusage: ctypes.Array[ctypes.c_char]) -> None:
+    """``wait4(pid, &status, 0, &rusage)`` into caller-owned buffers, retried on EINTR.
+
+    The zygote reaps its jobs with this: the kernel writes the status and the usage straight
+    into ``status`` and ``rusage`` and no Python object is made of them, so the zygote's heap, which
+    every later job is forked from, never holds a number a job influenced (it zeroes the buffers
+    once sent)."""
+    while _libc.wait4(pid, ctypes.byref(status), 0, ctypes.addressof(rusage)) == -1:
+        err = ctypes.get_errno()
+        if err != errno.EINTR:
+            raise OSError(err, f"wait4: {os.strerror(err)}")

@@ -42,19 +42,18 @@ def kill_quietly(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def sweep_descendants() -> None:
-    """Kill and reap everything below this worker (it is a subreaper, so orphans come back here)."""
+def sweep_descendants(*, spare: int | None = None) -> None:
+    """Kill and reap everything below this worker but ``spare`` (the zygote; it is a subreaper,
+    so orphans come back here)."""
     for _ in range(100):
-        victims = descendants(os.getpid())
+        victims = [pid for pid in descendants(os.getpid()) if pid != spare]
         for pid in victims:
             kill_quietly(pid)
-        while True:
+        for pid in victims:
             try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
+                os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
-                break
-            if pid == 0:
-                break
+                continue
         if not victims:
             return
         time.sleep(0.005)

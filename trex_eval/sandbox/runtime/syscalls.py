@@ -1,4 +1,5 @@
-"""A seccomp filter that refuses the few system calls a job could use to escape its limits.
+"""A seccomp filter that refuses the few system calls a job could use to escape its limits or reach
+the network, the host or a later job.
 
 Installed by each job process on itself just before the program runs (after ``no_new_privs``, so
 no privilege is needed) and inherited by everything the program starts; it cannot be removed.
@@ -12,10 +13,17 @@ Refused calls fail with ``EPERM`` (``clone3`` with ``ENOSYS``); nothing else cha
   worker's IPC namespace, so a job could leave values in them for a later job to read (a
   channel between samples). Python's own semaphores (``sem_open``) are files in the job's
   private ``/dev/shm`` and still work.
-* ``socket(AF_UNIX, ...)`` and ``socketpair(AF_UNIX, <not SOCK_STREAM>)``: a network namespace
-  does not cover filesystem sockets, and ``connect``/``sendto`` work on a read-only mount, so a
-  socket a host process creates in any bound directory (now or later) would be reachable. A
-  stream ``socketpair`` is allowed: its ends are connected to each other only.
+* ``socket(2)`` of every family, and ``socketpair(2)`` but for ``AF_UNIX`` streams: no job needs
+  a socket (no solver the hooks cover opens one; a licence served over the network is not
+  reachable from the sandbox anyway). ``AF_UNIX``: a network namespace does not cover filesystem
+  sockets, and ``connect``/``sendto`` work on a read-only mount, so a socket a host process creates
+  in any bound directory would be reachable. ``AF_INET``/``AF_INET6``: the worker's network
+  namespace, loopback only, outlives a job, and its counters (``/proc/net/dev``, ``snmp``), ports
+  in ``TIME_WAIT`` and bound ports would carry values from one job to the next. ``AF_VSOCK``
+  reaches the hypervisor's host, which no network namespace covers; ``AF_NETLINK``,
+  ``AF_PACKET``, ``AF_ALG`` and the rest are kernel interfaces no program needs. A stream
+  ``socketpair`` is allowed (``asyncio`` and ``multiprocessing`` use it): its ends are
+  connected to each other only.
 * ``io_uring_setup`` (and ``io_uring_enter``/``io_uring_register``): io_uring performs socket
   and file operations that seccomp never sees.
 * new namespaces: ``unshare``, ``setns``, and ``clone`` with any ``CLONE_NEW*`` flag. In a user
@@ -31,6 +39,10 @@ Refused calls fail with ``EPERM`` (``clone3`` with ``ENOSYS``); nothing else cha
   job, shared by every process of a uid), ``open_by_handle_at``/``name_to_handle_at`` (file
   handles bypass the mount view), ``memfd_secret`` (memory as ``memfd_create``), module, kexec,
   swap, reboot, accounting, quota and port-I/O calls.
+* the page cache, which is the machine's and outlives a job: a program could evict chosen pages
+  of a library file (``fadvise64``; ``madvise`` with ``MADV_COLD``/``MADV_PAGEOUT``) for a later
+  job to read back as bits (``mincore``, ``cachestat``, ``preadv2(RWF_NOWAIT)``), thousands of bits
+  per pair of jobs. Other ``madvise`` advice and plain ``preadv2`` stay allowed (allocators use them).
 * every system call of another ABI (i386 ``int 0x80``, x32): their numbers differ, so a filter
   written for the native numbers would not apply to them.
 
@@ -105,8 +117,14 @@ _NUMBERS: dict[str, tuple[int | None, int | None]] = {
     "clone3": (435, 435),
     "socket": (41, 198),
     "socketpair": (53, 199),
+    "mincore": (27, 232),
+    "cachestat": (451, 451),
+    "fadvise64": (221, 223),
+    "madvise": (28, 233),
+    "preadv2": (327, 286),
+    "pwritev2": (328, 287),
 }
-_CHECKED = ("clone", "clone3", "socket", "socketpair")
+_CHECKED = ("clone", "clone3", "socketpair", "madvise", "preadv2", "pwritev2")
 _REFUSED = tuple(name for name in _NUMBERS if name not in _CHECKED)
 """Refused whatever their arguments (the others are checked below)."""
 _CLONE_NEW = 0x7E020000
@@ -130,7 +148,9 @@ _RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 # offsets in struct seccomp_data (little-endian: the low word of an argument comes first)
-_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24
+_NR, _ARCH, _ARG0, _ARG1, _ARG2, _ARG5 = 0, 4, 16, 24, 32, 56
+_MADV_COLD, _MADV_PAGEOUT = 20, 21
+_RWF_NOWAIT = 0x8
 
 
 class _Program(ctypes.Structure):
@@ -158,8 +178,6 @@ def program(machine: str = MACHINE) -> list[tuple[int, int, int, int]]:
     blocks[number["clone3"]] = [(_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS)]
     # clone(2): refuse every CLONE_NEW* flag (the flags are its first argument on both).
     blocks[number["clone"]] = [(_LD_W_ABS, 0, 0, _ARG0), (_JSET_K, 0, 1, _CLONE_NEW), deny, allow]
-    # socket(2): refuse AF_UNIX.
-    blocks[number["socket"]] = [(_LD_W_ABS, 0, 0, _ARG0), (_JEQ_K, 0, 1, _AF_UNIX), deny, allow]
     # socketpair(2): AF_UNIX only as a stream pair.
     blocks[number["socketpair"]] = [
         (_LD_W_ABS, 0, 0, _ARG0),
@@ -170,6 +188,17 @@ def program(machine: str = MACHINE) -> list[tuple[int, int, int, int]]:
         deny,
         allow,
     ]
+    # madvise(2): all advice but pushing pages out of memory (which shows in the page cache).
+    blocks[number["madvise"]] = [
+        (_LD_W_ABS, 0, 0, _ARG2),
+        (_JEQ_K, 1, 0, _MADV_COLD),
+        (_JEQ_K, 0, 1, _MADV_PAGEOUT),
+        deny,
+        allow,
+    ]
+    # preadv2/pwritev2(2): RWF_NOWAIT fails where the data is not cached: a residency oracle.
+    for name in ("preadv2", "pwritev2"):
+        blocks[number[name]] = [(_LD_W_ABS, 0, 0, _ARG5), (_JSET_K, 0, 1, _RWF_NOWAIT), deny, allow]
     code += _search(sorted(blocks), blocks, allow)
     return code
 

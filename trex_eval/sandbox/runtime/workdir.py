@@ -111,8 +111,9 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 def collect_files(
     workdir: str, patterns: list[str], *, limit_bytes: int, budget_bytes: int = _MAX_COLLECTED_BYTES
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Regular files under ``workdir`` matching ``patterns`` (symlinks and specials ignored), in
-    the order they were last written (graders take the last one as the program's final model),
+    """Regular files under ``workdir`` matching ``patterns`` (symlinks and specials ignored), their
+    ``content`` as bytes, in the order they were last written (graders take the last one as the
+    program's final model),
     and what was left out: ``{"files": n, "bytes": b}``.
 
     The newest files are kept while their total stays within ``budget_bytes`` (the newest one
@@ -158,7 +159,7 @@ def collect_files(
         found.append(
             {
                 "name": relative,
-                "content": data.decode("utf-8", "surrogateescape"),
+                "content": data,
                 "size": size,
                 "truncated": len(data) < size,
                 "mtime_ns": info.st_mtime_ns,
