@@ -183,10 +183,12 @@ class SandboxLimits(Record):
             unshare (default 512; at rlimits, free space a job may take from the host's ``/tmp``,
             ``/dev/shm`` and ``/var/tmp`` before it is killed). On breach writes fail with
             ENOSPC (or the job is killed): ``output_limit``.
-        record_mib: largest stored record of one run (default 16): collected model files beyond
-            their share are dropped (the last one written is kept), solves beyond the first and
-            last few are dropped, and matrices too large for the budget are left out (their solve
-            is "skipped: matrix too large"); each cut is noted in ``Execution.detail``.
+        record_mib: largest stored sample record, in bytes of its line in ``samples.jsonl``
+            (default 16): collected model files beyond their half are dropped (the last one written
+            is kept, cut to it), solves beyond the first and last few are dropped, and matrices
+            too large for the other half are left out (their solve is "skipped: matrix too
+            large"); a sample still over it (repair rounds) is cut where it is stored
+            (:mod:`trex_eval.budget`); each cut is noted in ``Execution.detail``.
     """
 
     wall_s: float = Field(default=60.0, gt=0)

@@ -600,9 +600,12 @@ class _Run:
         record = await self._grade(item, problem, line.prompt, line.completion)
         if self.repair is not None:
             record = await self._repair(item, problem, record, self.repair)
-        self.store.append_sample(record)
+        # Held to the record budget; a record that cannot be stored becomes a harness failure.
+        stored = self.store.append_sample(record, max_bytes=item.plan.limits.record_mib << 20)
+        if stored.grade.verdict is Verdict.HARNESS_ERROR:
+            self.progress.note(f"{item.bench.name} {problem.id} sample {index}: {stored.grade.reason}")
         self.graded_now += 1
-        self.progress.graded(item.bench.name, passed=record.grade.passed)
+        self.progress.graded(item.bench.name, passed=stored.grade.passed)
 
     async def _repair(
         self, item: _Benchmark, problem: Problem, record: SampleRecord, template: RepairTemplate
@@ -776,7 +779,8 @@ _RETRIED = frozenset({Verdict.API_ERROR, Verdict.MISSING})
 
 def _retried(record: SampleRecord) -> bool:
     """Whether a stored sample is tried again on resume: its model request failed, or no
-    completion was recorded for it, in round 0 or in its last repair round."""
+    completion was recorded for it, in round 0 or in its last repair round. A harness failure to
+    store it is not: the same record would fail again, and a resume must be able to finish."""
     last = record.rounds[-1].grade if record.rounds else record.grade
     return record.grade.verdict in _RETRIED or last.verdict in _RETRIED
 
