@@ -6,7 +6,8 @@ stage takes and returns these records and nothing else. A :class:`SampleRecord` 
 
 All records are pydantic models with ``frozen=True`` and ``extra="forbid"``: a stage cannot
 mutate what it received, and a typo in a field name fails loudly. ``SCHEMA_VERSION`` is written
-into every run manifest; readers refuse a newer major version.
+into every run manifest; readers refuse a newer major version. A field holding text the harness
+did not write is typed by :mod:`trex_eval.text` (``Unicode``, ``Text``, ``Name``): cleaned on entry.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
+from trex_eval.text import Name, Names, Text, Unicode
 from trex_eval.vocabulary import GUROBI_POLICY_ALIASES as GUROBI_POLICY_ALIASES
 
 # Re-exported: callers import the shared vocabulary from here.
@@ -96,7 +98,7 @@ class Problem(Record):
 
 class ChatMessage(Record):
     role: Literal["system", "user", "assistant"]
-    content: str
+    content: Unicode
 
 
 class Prompt(Record):
@@ -181,10 +183,12 @@ class SandboxLimits(Record):
             unshare (default 512; at rlimits, free space a job may take from the host's ``/tmp``,
             ``/dev/shm`` and ``/var/tmp`` before it is killed). On breach writes fail with
             ENOSPC (or the job is killed): ``output_limit``.
-        record_mib: largest stored record of one run (default 16): collected model files beyond
-            their share are dropped (the last one written is kept), solves beyond the first and
-            last few are dropped, and matrices too large for the budget are left out (their solve
-            is "skipped: matrix too large"); each cut is noted in ``Execution.detail``.
+        record_mib: largest stored sample record, in bytes of its line in ``samples.jsonl``
+            (default 16): collected model files beyond their half are dropped (the last one written
+            is kept, cut to it), solves beyond the first and last few are dropped, and matrices
+            too large for the other half are left out (their solve is "skipped: matrix too
+            large"); a sample still over it (repair rounds) is cut where it is stored
+            (:mod:`trex_eval.budget`); each cut is noted in ``Execution.detail``.
     """
 
     wall_s: float = Field(default=60.0, gt=0)
@@ -231,25 +235,18 @@ class Completion(Record):
 
     problem_id: str
     sample_index: int
-    text: str
-    reasoning: str | None = None
-    finish_reason: str | None = None
+    # A server can send a lone UTF-16 surrogate ("\ud800" in JSON), which cannot be written
+    # as UTF-8: every text the server sent is Unicode (lone surrogates become U+FFFD).
+    text: Unicode
+    reasoning: Unicode | None = None
+    finish_reason: Unicode | None = None
     usage: Usage = Usage()
     latency_s: float | None = None
-    model: str | None = None
+    model: Unicode | None = None
     seed: int | None = None
     attempts: int = 1
-    error: str | None = None
-    endpoint: str | None = None
-
-    @field_validator("text", "reasoning", "error")
-    @classmethod
-    def _valid_unicode(cls, value: str | None) -> str | None:
-        # A server can send a lone UTF-16 surrogate ("\ud800" in JSON); such text cannot be
-        # written as UTF-8, and one of them would stop the run at the store. Replace it (U+FFFD).
-        if value is None or value.isascii():
-            return value
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    error: Unicode | None = None
+    endpoint: Unicode | None = None
 
 
 class Program(Record):
@@ -259,9 +256,9 @@ class Program(Record):
     ``reason`` names the rule that chose the block, e.g. ``"last ```python fence after </think>"``.
     """
 
-    code: str | None
+    code: Unicode | None
     extractor: str
-    reason: str
+    reason: Unicode
 
 
 # --------------------------------------------------------------------------- execution
@@ -319,12 +316,12 @@ class LinearModel(Record):
 
     sense: Literal["min", "max"]
     objective_constant: float = 0.0
-    var_names: tuple[str, ...]
+    var_names: Names
     obj: tuple[float, ...]
     lb: tuple[float, ...]
     ub: tuple[float, ...]
     vtype: tuple[VariableType, ...]
-    row_names: tuple[str, ...]
+    row_names: Names
     row_lower: tuple[float, ...]
     row_upper: tuple[float, ...]
     a_row: tuple[int, ...]
@@ -364,24 +361,24 @@ class SolveRecord(Record):
     :mod:`trex_eval.sandbox.verify` for the contract.
     """
 
-    library: str
+    library: Name
     status: SolveStatus
-    raw_status: str
+    raw_status: Name
     objective: float | None = None
     sense: Literal["min", "max"] | None = None
     num_vars: int | None = None
     num_constraints: int | None = None
     model: LinearModel | None = None
     verified_objective: float | None = None
-    verification: str | None = None
+    verification: Text | None = None
     verified_by: str | None = None
 
 
 class WrittenFile(Record):
     """A model file (LP/MPS) the program wrote into its working directory."""
 
-    name: str
-    content: str
+    name: Name
+    content: Text
     sha256: str
 
 
@@ -395,12 +392,12 @@ class ModelBinding(Record):
     the object when available.
     """
 
-    name: str
-    library: str
+    name: Name
+    library: Name
     has_optimize: bool
     has_objval: bool
     status: SolveStatus | None = None
-    raw_status: str | None = None
+    raw_status: Name | None = None
     objective: float | None = None
 
 
@@ -421,20 +418,20 @@ class Execution(Record):
     """
 
     status: ExecStatus
-    detail: str = ""
-    error_type: str | None = None
+    detail: Text = ""
+    error_type: Name | None = None
     exit_code: int | None = None
     signal: int | None = None
     solves: tuple[SolveRecord, ...] = ()
     written_files: tuple[WrittenFile, ...] = ()
     printed_objective: float | None = None
-    stdout_tail: str = ""
-    stderr_tail: str = ""
+    stdout_tail: Text = ""
+    stderr_tail: Text = ""
     wall_s: float = 0.0
     cpu_s: float | None = None
     max_rss_mib: float | None = None
     isolation: str = ""
-    gurobi: str | None = None
+    gurobi: Name | None = None
     bindings: tuple[ModelBinding, ...] = ()
     called_sys_exit: bool = False
 
@@ -471,7 +468,7 @@ class ObjectiveEvidence(Record):
 class StructureCheck(Record):
     name: str
     passed: bool
-    detail: str = ""
+    detail: Text = ""
 
 
 class StructureEvidence(Record):
@@ -490,7 +487,7 @@ class Grade(Record):
 
     verdict: Verdict
     rule: str
-    reason: str
+    reason: Text
     evidence: Evidence | None = None
 
     @property
@@ -512,7 +509,7 @@ class RepairRound(Record):
 
     round: int = Field(ge=1)
     failure: str
-    feedback: str
+    feedback: Unicode
     completion: Completion
     program: Program
     execution: Execution

@@ -9,24 +9,36 @@
       samples.jsonl       one SampleRecord per graded (benchmark, problem, sample), appended
       summary.json/.md    written when the run finishes
 
-Both JSONL files are append-only and flushed after every line. A process killed mid-write can
-leave a torn last line: readers ignore it and :meth:`RunStore.open` cuts it off before appending
-again, so a resumed run never duplicates or loses a complete record. A torn line anywhere but at
-the end means the file was edited by hand: :class:`~trex_eval.errors.StoreError`.
+Both JSONL files are append-only and written unbuffered, one whole line at a time. A process
+killed mid-write can leave a torn last line: readers ignore it and :meth:`RunStore.open` cuts it
+off before appending again, so a resumed run never duplicates or loses a complete record; a write
+that fails (a full disk) is cut back the same way before the :class:`~trex_eval.errors.StoreError`.
+A torn line anywhere but at the end means the file was edited by hand: ``StoreError``.
+
+Storing a sample never fails for what the sample holds (:meth:`RunStore.append_sample`): its line
+is held to the record budget in encoded bytes, and a record that cannot be serialised, or does
+not read back, is stored as a harness-failure record (:mod:`trex_eval.budget`) and logged. A line
+that another writer left with lone-surrogate escapes (not JSON a strict parser takes) is read
+with those replaced (:func:`trex_eval.text.clean_tree`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
+import io
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, TypeVar
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from trex_eval.budget import RECORD_BYTES, fit_record, harness_failure
 from trex_eval.errors import StoreError
 from trex_eval.records import (
     SCHEMA_VERSION,
@@ -42,6 +54,9 @@ from trex_eval.records import (
     SandboxLimits,
     canonical_gurobi_policy,
 )
+from trex_eval.text import clean_tree
+
+logger = logging.getLogger("trex_eval.store")
 
 MANIFEST = "manifest.json"
 COMPLETIONS = "completions.jsonl"
@@ -212,6 +227,26 @@ def read_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def parse_line(model: type[_Model], text: str) -> _Model:
+    """One stored line as ``model``. A line that the strict JSON parser refuses (lone-surrogate
+    escapes, which another writer may leave) is read by :func:`json.loads` with every string
+    cleaned; the strict parser's error is raised when that fails too.
+
+    Raises:
+        ValidationError: the line is not a ``model``.
+    """
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as strict:
+        try:
+            return model.model_validate(clean_tree(json.loads(text)))
+        except (ValueError, RecursionError):  # ValidationError is a ValueError
+            raise strict from None
+
+
 LOCK = ".lock"
 
 
@@ -226,7 +261,7 @@ class RunStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._lock = threading.Lock()
-        self._handles: dict[str, IO[str]] = {}
+        self._handles: dict[str, io.FileIO] = {}
         self._dir_lock: IO[str] | None = None
 
     def _take_lock(self) -> None:
@@ -306,20 +341,70 @@ class RunStore:
 
     # ------------------------------------------------------------------ appends
 
-    def _append(self, name: str, line: str) -> None:
+    def _append(self, name: str, line: bytes) -> None:
+        """Append ``line`` and a newline, unbuffered; a write that fails is cut back, so that the
+        next line never follows half of this one.
+
+        Raises:
+            StoreError: the file cannot be written (the disk, not the record).
+        """
+        path = self.root / name
         with self._lock:
-            handle = self._handles.get(name)
-            if handle is None:
-                handle = (self.root / name).open("a", encoding="utf-8")
-                self._handles[name] = handle
-            handle.write(line + "\n")
-            handle.flush()
+            handle, start = self._handles.get(name), -1
+            try:
+                if handle is None:
+                    handle = io.FileIO(path, "a")
+                    self._handles[name] = handle
+                start = os.fstat(handle.fileno()).st_size
+                view = memoryview(line + b"\n")
+                while view:
+                    written = handle.write(view)
+                    if not written:  # a regular file takes at least a byte, or raises
+                        raise OSError(errno.EIO, "the file took no bytes")
+                    view = view[written:]
+            except OSError as error:
+                if handle is not None and start >= 0:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(handle.fileno(), start)
+                raise StoreError(
+                    f"cannot write {path}: {error.strerror or error}",
+                    hint="free space (or fix the permissions), then resume the run",
+                ) from None
 
-    def append_completion(self, line: CompletionLine) -> None:
-        self._append(COMPLETIONS, line.model_dump_json())
+    def append_completion(self, line: CompletionLine) -> bool:
+        """Append ``line``; False (logged) when it cannot be serialised: the sample is then graded
+        from memory and stored, and a resumed run asks the model again for it."""
+        try:
+            data = line.model_dump_json().encode("utf-8")
+        except Exception as error:  # whatever the completion holds, the run goes on
+            logger.error("completion %s not stored: %s: %s", line.key, type(error).__name__, error)
+            return False
+        self._append(COMPLETIONS, data)
+        return True
 
-    def append_sample(self, record: SampleRecord) -> None:
-        self._append(SAMPLES, record.model_dump_json())
+    def append_sample(self, record: SampleRecord, *, max_bytes: int = RECORD_BYTES) -> SampleRecord:
+        """Append ``record``, held to ``max_bytes`` encoded (:func:`~trex_eval.budget.fit_record`),
+        and return the record as stored: ``record``, a cut copy, or, when it cannot be serialised,
+        stays over the budget with every part cut, or does not read back, a harness-failure
+        record (:func:`~trex_eval.budget.harness_failure`, logged).
+
+        Raises:
+            StoreError: the file cannot be written, or not even the harness-failure record can
+                be serialised (a sample identity that is not text).
+        """
+        try:
+            stored, data = fit_record(record, max_bytes=max_bytes)
+            parse_line(SampleRecord, data.decode("utf-8"))  # what resume and reports will read
+        except Exception as error:  # whatever the record holds, the run goes on
+            reason = f"{type(error).__name__}: {error}"
+            logger.error("sample %s stored as a harness failure: %s", record.key, reason)
+            try:
+                stored = harness_failure(record, reason=reason)
+                data = stored.model_dump_json().encode("utf-8")
+            except Exception as again:
+                raise StoreError(f"cannot store sample {record.key}: {again}", where=str(self.root)) from None
+        self._append(SAMPLES, data)
+        return stored
 
     # ------------------------------------------------------------------ reads
 
@@ -331,7 +416,7 @@ class RunStore:
     def iter_completions(self) -> Iterator[CompletionLine]:
         for where, _, text in self._records(COMPLETIONS):
             try:
-                yield CompletionLine.model_validate_json(text)
+                yield parse_line(CompletionLine, text)
             except ValidationError as exc:
                 raise StoreError(
                     f"corrupt completion record: {exc.errors()[0]['msg']}", where=where
@@ -342,7 +427,7 @@ class RunStore:
         latest: dict[SampleKey, SampleRecord] = {}
         for where, _, text in self._records(SAMPLES):
             try:
-                record = SampleRecord.model_validate_json(text)
+                record = parse_line(SampleRecord, text)
             except ValidationError as exc:
                 raise StoreError(f"corrupt sample record: {exc.errors()[0]['msg']}", where=where) from None
             latest[record.key] = record

@@ -119,8 +119,13 @@ class Verdict(str, Enum):
     """The program's claim would pass the rule, but the harness could not re-derive it from the
     captured model (no matrix, an unsupported model kind, a re-solve that failed or timed out):
     never counted as correct by ``strict``; see ``trex_eval.sandbox.verify``."""
+    HARNESS_ERROR = "harness_error"
+    """The harness failed this sample, not the model: its graded record could not be stored
+    (``Grade.reason`` says why; ``trex_eval.budget.harness_failure``). An environment failure;
+    a resumed run does not try the sample again (the same record would fail the same way), a
+    re-grade of the run does."""
 
     @property
     def is_environment_failure(self) -> bool:
         """True for verdicts caused by the evaluation environment rather than the model."""
-        return self in (Verdict.LICENCE_ERROR, Verdict.NEEDS_GUROBI, Verdict.NOT_RUN)
+        return self in (Verdict.LICENCE_ERROR, Verdict.NEEDS_GUROBI, Verdict.NOT_RUN, Verdict.HARNESS_ERROR)

@@ -326,3 +326,73 @@ def test_parse_channel_keeps_the_first_end() -> None:
     report = parse_channel("\n".join([end(0), end(1)]), NONCE)
 
     assert report.end is not None and report.end["exit_code"] == 0
+
+
+_HOSTILE = "\udcff\x00\x1b"
+"""A lone surrogate (an undecodable byte, or a JSON escape), a NUL and an escape character."""
+
+
+def test_every_text_of_a_hostile_reply_is_cleaned_and_the_execution_round_trips() -> None:
+    """Issue 28: a lone surrogate anywhere in the reply used to make the sample unstorable."""
+    poisoned = dict(MATRIX, var_names=[f"x{_HOSTILE}"], row_names=[])
+    lines = [
+        record("gurobipy", implementation=f"gurobipy{_HOSTILE}"),
+        record("note", message=f"note{_HOSTILE}" * 1000),
+        record("solve_error", library="pulp", error_type=f"E{_HOSTILE}", message=f"failed{_HOSTILE}"),
+        record(
+            "solve",
+            library=f"lib{_HOSTILE}",
+            status="optimal",
+            raw_status=f"OPTIMAL{_HOSTILE}",
+            objective=4.0,
+            sense="max",
+            model=poisoned,
+        ),
+        record(
+            "solve", library="gurobipy", status="optimal", raw_status="x", model=None, note=f"n{_HOSTILE}"
+        ),
+        end(
+            error=error(f"Error{_HOSTILE}", f"message{_HOSTILE}"),
+            bindings=[{"name": f"v{_HOSTILE}", "library": f"__main__.K{_HOSTILE}", "raw_status": _HOSTILE}],
+        ),
+    ]
+    execution = execute(
+        *lines,
+        stdout=f"out{_HOSTILE}",
+        stderr=f"err{_HOSTILE}",
+        files=[{"name": f"m{_HOSTILE}.lp", "content": f"Minimize{_HOSTILE}"}],
+    )
+    line = execution.model_dump_json()
+    assert "\\u00" not in line and "\\ud" not in line and "\\u001b" not in line
+    assert type(execution).model_validate_json(line) == execution
+    assert execution.status is ExecStatus.RUNTIME_ERROR
+    assert execution.detail.startswith("Error\ufffd\ufffd\ufffd: message\ufffd\ufffd\ufffd")
+    assert len(execution.detail) <= 2000
+    assert execution.error_type == "Error\ufffd\ufffd\ufffd"
+    assert execution.gurobi == "gurobipy\ufffd\ufffd\ufffd"
+    assert execution.written_files[0].name == "m\ufffd\ufffd\ufffd.lp"
+    assert execution.bindings[0].name == "v\ufffd\ufffd\ufffd"
+    captured = execution.solves[0]
+    assert captured.library == "lib\ufffd\ufffd\ufffd" and captured.model is not None
+    assert captured.model.var_names == ("x\ufffd\ufffd\ufffd",)
+    assert execution.stdout_tail.endswith("out\ufffd\ufffd\ufffd")
+
+
+def test_a_model_file_of_control_bytes_is_held_to_its_budget_in_encoded_bytes() -> None:
+    """Issue 28: 8 MiB of control bytes (within the 8 MiB file budget) became 48 MiB of ``\\u0001``
+    in a record whose limit is 16 MiB. Its stored content now takes at most the file budget."""
+    limits = SandboxLimits(record_mib=16)
+    content = "Minimize\n obj: x\nEnd\n" + "\x01" * ((8 << 20) - 21)
+    reply: dict[str, Any] = {
+        "exit_code": 0,
+        "channel": "\n".join([record("start"), end()]),
+        "files": [{"name": "model.lp", "content": content, "size": 8 << 20, "truncated": False}],
+    }
+    execution = build_execution(reply, nonce=NONCE, limits=limits, expect="model_file", isolation="bwrap")
+
+    (written,) = execution.written_files
+    assert written.content.startswith("Minimize\n obj: x\nEnd\n\ufffd")
+    assert written.sha256 == hashlib.sha256(content.encode()).hexdigest()  # of the whole file
+    assert len(json.dumps(written.content, ensure_ascii=False).encode()) <= 8 << 20
+    assert len(execution.model_dump_json().encode()) <= 16 << 20
+    assert "model.lp: content cut to its first 8.0 of 24.0 MiB" in execution.detail

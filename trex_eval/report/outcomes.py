@@ -88,6 +88,7 @@ _BY_VERDICT = MappingProxyType(
         Verdict.NO_SOLVE: Outcome.NO_SOLVE,
         Verdict.SOLVER_ERROR: Outcome.SOLVER_ERROR,
         Verdict.NOT_RUN: Outcome.ENVIRONMENT,
+        Verdict.HARNESS_ERROR: Outcome.ENVIRONMENT,
     }
 )
 _BY_VALUE = MappingProxyType({outcome.value: outcome for outcome in Outcome})

@@ -62,7 +62,7 @@ from trex_eval.report.summary import RunSummary, render_summary_markdown, summar
 from trex_eval.run import provenance
 from trex_eval.run.progress import RunProgress
 from trex_eval.run.repair import FEEDBACK_MODES, RepairTemplate, conversation, repair_need
-from trex_eval.run.spec import RunOptions, RunSpec
+from trex_eval.run.spec import RunOptions, RunSpec, settings_diff
 from trex_eval.sandbox import SandboxLimits, SandboxPool, warm_up_verification
 from trex_eval.store import (
     COMPLETIONS,
@@ -329,7 +329,7 @@ def _open_store(run_dir: Path, options: RunOptions, settings: RunSettings) -> Ru
         previous = _with_versioned_rules(RunStore(run_dir).read_manifest().settings)
         if previous != settings:
             raise StoreError(
-                f"{run_dir} holds a run with different settings: {_settings_diff(previous, settings)}",
+                f"{run_dir} holds a run with different settings: {settings_diff(previous, settings)}",
                 hint="resume with exactly the same settings (`trex-eval run --resume DIR` reads them "
                 "from the manifest), or choose another --out",
             )
@@ -350,37 +350,6 @@ def _with_versioned_rules(settings: RunSettings) -> RunSettings:
             canonical = entry.rule
         entries.append(entry.model_copy(update={"rule": canonical}))
     return settings.model_copy(update={"benchmarks": tuple(entries)})
-
-
-def _settings_diff(old: RunSettings, new: RunSettings) -> str:
-    """The settings that differ, each as its dotted field name with the recorded and the new value
-    (``model.options.base_url was 'http://a', now 'http://b'``), at most three."""
-    a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
-    changes: list[str] = []
-    if len(a["benchmarks"]) == len(b["benchmarks"]):
-        for x, y in zip(a.pop("benchmarks"), b.pop("benchmarks"), strict=True):
-            _diff(x, y, f"benchmark {x['name']}: ", changes)
-    _diff(a, b, "", changes)
-    shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
-    return shown or "the settings differ"
-
-
-def _diff(old: object, new: object, path: str, changes: list[str]) -> None:
-    if isinstance(old, dict) and isinstance(new, dict):
-        for key in dict.fromkeys([*old, *new]):
-            _diff(
-                old.get(key),
-                new.get(key),
-                f"{path}{'.' if path and not path.endswith(' ') else ''}{key}",
-                changes,
-            )
-    elif old != new:
-        changes.append(f"{path} was {_short(old)}, now {_short(new)}")
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _ReferenceModels:
@@ -631,9 +600,12 @@ class _Run:
         record = await self._grade(item, problem, line.prompt, line.completion)
         if self.repair is not None:
             record = await self._repair(item, problem, record, self.repair)
-        self.store.append_sample(record)
+        # Held to the record budget; a record that cannot be stored becomes a harness failure.
+        stored = self.store.append_sample(record, max_bytes=item.plan.limits.record_mib << 20)
+        if stored.grade.verdict is Verdict.HARNESS_ERROR:
+            self.progress.note(f"{item.bench.name} {problem.id} sample {index}: {stored.grade.reason}")
         self.graded_now += 1
-        self.progress.graded(item.bench.name, passed=record.grade.passed)
+        self.progress.graded(item.bench.name, passed=stored.grade.passed)
 
     async def _repair(
         self, item: _Benchmark, problem: Problem, record: SampleRecord, template: RepairTemplate
@@ -807,7 +779,8 @@ _RETRIED = frozenset({Verdict.API_ERROR, Verdict.MISSING})
 
 def _retried(record: SampleRecord) -> bool:
     """Whether a stored sample is tried again on resume: its model request failed, or no
-    completion was recorded for it, in round 0 or in its last repair round."""
+    completion was recorded for it, in round 0 or in its last repair round. A harness failure to
+    store it is not: the same record would fail again, and a resume must be able to finish."""
     last = record.rounds[-1].grade if record.rounds else record.grade
     return record.grade.verdict in _RETRIED or last.verdict in _RETRIED
 

@@ -4,7 +4,7 @@ resolved :class:`~trex_eval.store.RunSettings`, in the manifest and compared on 
 
 A spec becomes settings once, when the run starts (:func:`trex_eval.run.pipeline.prepare`); the
 only way back is :meth:`RunSpec.from_settings`, which re-asks for a recorded run to resume or
-re-grade it.
+re-grade it; :func:`settings_diff` says how recorded settings differ from the ones asked for.
 """
 
 from __future__ import annotations
@@ -158,3 +158,34 @@ __all__ = [
     "RunSpec",
     "model_for_protocol",
 ]
+
+
+def settings_diff(old: RunSettings, new: RunSettings) -> str:
+    """The settings that differ, each as its dotted field name with the recorded and the new value
+    (``model.options.base_url was 'http://a', now 'http://b'``), at most three."""
+    a, b = old.model_dump(mode="json"), new.model_dump(mode="json")
+    changes: list[str] = []
+    if len(a["benchmarks"]) == len(b["benchmarks"]):
+        for x, y in zip(a.pop("benchmarks"), b.pop("benchmarks"), strict=True):
+            _diff(x, y, f"benchmark {x['name']}: ", changes)
+    _diff(a, b, "", changes)
+    shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+    return shown or "the settings differ"
+
+
+def _diff(old: object, new: object, path: str, changes: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in dict.fromkeys([*old, *new]):
+            _diff(
+                old.get(key),
+                new.get(key),
+                f"{path}{'.' if path and not path.endswith(' ') else ''}{key}",
+                changes,
+            )
+    elif old != new:
+        changes.append(f"{path} was {_short(old)}, now {_short(new)}")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

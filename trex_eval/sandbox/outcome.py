@@ -2,7 +2,11 @@
 
 Everything in the reply except the supervision fields (exit status, signal, timings, what the
 worker killed the program for) was produced inside the sandbox and is treated as untrusted:
-result-channel lines without the job's nonce are ignored, and every record is validated.
+result-channel lines without the job's nonce are ignored, and every record is validated. Its
+text is cleaned by the record types themselves (:mod:`trex_eval.text`: lone surrogates and C0
+controls become U+FFFD, names are cut to 200 characters), messages composed here are cut to
+:data:`~trex_eval.text.MESSAGE_CHARS`, and what the record keeps is bounded in encoded bytes
+(:mod:`.bounds`).
 
 Status precedence (first match wins):
 
@@ -47,6 +51,8 @@ from ..records import (
     WrittenFile,
     finite_or_none,
 )
+from ..text import MESSAGE_CHARS, clip
+from .bounds import bounded_files, bounded_solves
 from .limits import SandboxLimits
 from .printed import printed_objective
 
@@ -147,90 +153,7 @@ def _linear_model(data: object) -> tuple[LinearModel | None, str | None]:
     return model, None
 
 
-KEPT_SOLVES = 20
-"""Solve records kept from each end of a program's solves (the graders use the last one)."""
 KEPT_BINDINGS = 200
-MATRIX_TOO_LARGE = "matrix too large"
-
-
-def _matrix_bytes(data: object) -> int:
-    """About how many bytes a raw matrix takes in a stored record (numbers at 24 bytes)."""
-    if not isinstance(data, dict):
-        return 0
-    size = 0
-    for key, value in data.items():
-        if not isinstance(value, list):
-            continue
-        if key in ("var_names", "row_names", "vtype"):
-            size += sum(len(item) + 3 if isinstance(item, str) else 24 for item in value)
-        elif key == "q_constraints":
-            size += sum(
-                48 + 48 * _length(row.get("linear")) + 72 * _length(row.get("quadratic"))
-                if isinstance(row, dict)
-                else 24
-                for row in value
-            )
-        else:
-            size += (72 if key == "q_obj" else 24) * len(value)
-    return size
-
-
-def _length(value: object) -> int:
-    return len(value) if isinstance(value, list) else 0
-
-
-def _bounded_solves(raws: list[dict[str, Any]], budget_bytes: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """The first and last :data:`KEPT_SOLVES` solves, with matrices only while they fit in
-    ``budget_bytes`` (the last solve's first); notes on what was dropped."""
-    notes = []
-    if len(raws) > 2 * KEPT_SOLVES:
-        notes.append(
-            f"{len(raws) - 2 * KEPT_SOLVES} of {len(raws)} solve records dropped "
-            f"(the first and last {KEPT_SOLVES} kept)"
-        )
-        raws = raws[:KEPT_SOLVES] + raws[-KEPT_SOLVES:]
-    kept = list(raws)
-    remaining = budget_bytes
-    dropped = 0
-    for index in reversed(range(len(kept))):
-        size = _matrix_bytes(kept[index].get("model"))
-        if size > remaining:
-            kept[index] = {**kept[index], "model": None, "note": MATRIX_TOO_LARGE}
-            dropped += 1
-        else:
-            remaining -= size
-    if dropped:
-        notes.append(f"{dropped} matrices left out of the record ({MATRIX_TOO_LARGE})")
-    return kept, notes
-
-
-def _bounded_files(
-    files: tuple[WrittenFile, ...], budget_bytes: int, dropped: object
-) -> tuple[tuple[WrittenFile, ...], list[str]]:
-    """The newest files within ``budget_bytes`` (the last one always); a note on what was dropped,
-    by the worker (``dropped``: its count of files and bytes) or here."""
-    sizes = [len(item.content.encode("utf-8", "surrogatepass")) for item in files]
-    kept: list[WrittenFile] = []
-    total = 0
-    for item, size in zip(reversed(files), reversed(sizes), strict=True):
-        if kept and total + size > budget_bytes:
-            continue
-        kept.append(item)
-        total += size
-    count = len(files) - len(kept)
-    extra = sum(sizes) - total
-    if isinstance(dropped, dict):
-        worker_count, worker_bytes = dropped.get("files"), dropped.get("bytes")
-        if isinstance(worker_count, int) and isinstance(worker_bytes, int):
-            count += worker_count
-            extra += worker_bytes
-    notes = []
-    if count:
-        notes.append(
-            f"{count} collected files ({extra / (1 << 20):.1f} MiB) dropped: over the "
-            f"{budget_bytes / (1 << 20):.0f} MiB budget for model files (the newest kept)"
-        )
-    return tuple(reversed(kept)), notes
 
 
 def _solve_record(raw: dict[str, Any]) -> SolveRecord | None:
@@ -286,9 +209,13 @@ def _bindings(raw: object) -> tuple[ModelBinding, ...]:
     return tuple(found)
 
 
-def _written_files(raw: object) -> tuple[WrittenFile, ...]:
-    files = []
+def _written_files(raw: object) -> tuple[tuple[WrittenFile, ...], list[str]]:
+    """The collected files (``sha256`` of the bytes as read; undecodable bytes become U+FFFD in
+    ``content``) and a note for each one the worker cut to its budget."""
+    files, notes = [], []
     for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
         data = str(item.get("content", "")).encode("utf-8", "surrogateescape")
         files.append(
             WrittenFile(
@@ -297,7 +224,9 @@ def _written_files(raw: object) -> tuple[WrittenFile, ...]:
                 sha256=hashlib.sha256(data).hexdigest(),
             )
         )
-    return tuple(files)
+        if item.get("truncated") is True:
+            notes.append(f"{files[-1].name}: the first {len(data)} of {item.get('size')} bytes collected")
+    return tuple(files), notes
 
 
 def _signal_name(number: int) -> str:
@@ -526,12 +455,11 @@ def build_execution(
     if report.setup_error is not None and not report.started:
         raise ValueError(f"the sandbox could not confine the job: {report.setup_error}")
     record_bytes = limits.record_mib << 20
-    raw_solves, cut = _bounded_solves(report.solves, record_bytes // 2)
+    raw_solves, cut = bounded_solves(report.solves, record_bytes // 2)
     solves = tuple(record for raw in raw_solves if (record := _solve_record(raw)) is not None)
-    files, files_cut = _bounded_files(
-        _written_files(reply.get("files")), record_bytes // 2, reply.get("files_dropped")
-    )
-    cut += files_cut
+    collected, collect_cut = _written_files(reply.get("files"))
+    files, files_cut = bounded_files(collected, record_bytes // 2, reply.get("files_dropped"))
+    cut += collect_cut + files_cut
     if int(reply.get("channel_dropped") or 0):
         cut.append(
             f"{int(reply['channel_dropped'])} bytes of solve records left out of the middle of the "
@@ -541,10 +469,11 @@ def build_execution(
     stdout = str(reply.get("stdout", ""))
     end = report.end or {}
     max_rss = reply.get("max_rss_kib")
-    notes = "; ".join([*cut, *report.notes[:3]])
+    notes = "; ".join([*cut, *(clip(note, 500) for note in report.notes[:3])])
+    detail = f"{verdict.detail}; {notes}" if verdict.detail and notes else verdict.detail or notes
     return Execution(
         status=verdict.status,
-        detail=f"{verdict.detail}; {notes}" if verdict.detail and notes else verdict.detail or notes,
+        detail=clip(detail, MESSAGE_CHARS),
         error_type=verdict.error_type,
         exit_code=reply.get("exit_code"),
         signal=reply.get("signal"),
