@@ -60,7 +60,7 @@ class RuleFamily:
 
 
 _OBJECTIVE, _STRUCTURE = GraderKind.OBJECTIVE, GraderKind.STRUCTURE
-_TOLERANCE = "trex_eval.grading.objective.tolerance:build"
+_TOLERANCE = "trex_eval.grading.objective.presets:build"
 
 FAMILIES: tuple[RuleFamily, ...] = (
     RuleFamily(

@@ -1,6 +1,7 @@
 """Tolerance rules: ``strict`` (the default) and its parameterised relatives (``rel``, ``abs``,
 ``round`` and the published conventions ``orlm``, ``sirl``, ``optmath``, ``mamo`` and
-``orthought``, each citing the peer's source file in its description). Pure.
+``orthought``, each citing the peer's source file in its description; their presets and the
+registry factory are :mod:`trex_eval.grading.objective.presets`). Pure.
 
 One decision procedure, read top to bottom:
 
@@ -33,8 +34,9 @@ One decision procedure, read top to bottom:
 
 ``optmath:fallback=true`` (``optmath@1:fallback=true`` wherever the rule is named; off by default
 here, on by default in OptMATH's evaluator) adds OptMATH's **conversion fallback**
-(``ScriptExecutor.execute_with_fallback`` of :data:`OPTMATH_SOURCE`): a program that does not
-pass is run again with its text rewritten, one rewrite at a time, in OptMATH's order --
+(``ScriptExecutor.execute_with_fallback`` of
+:data:`~trex_eval.grading.objective.presets.OPTMATH_SOURCE`): a program that does not pass is
+run again with its text rewritten, one rewrite at a time, in OptMATH's order --
 ``GRB.CONTINUOUS`` -> ``GRB.INTEGER``, ``GRB.INTEGER`` -> ``GRB.CONTINUOUS``, ``" > "`` ->
 ``" >= "`` and ``" < "`` -> ``" <= "``, ``GRB.MINIMIZE`` -> ``GRB.MAXIMIZE``, ``GRB.MAXIMIZE`` ->
 ``GRB.MINIMIZE`` (a rewrite that changes nothing is skipped) -- and the first rewrite whose grade
@@ -47,9 +49,7 @@ the wrong variable types or sense can pass.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import ClassVar
 
 from trex_eval.errors import ConfigError, GradingError
@@ -64,7 +64,6 @@ from trex_eval.grading.objective.base import (
     rule_spec,
     unverified_reason,
 )
-from trex_eval.grading.spec import RuleSpec
 from trex_eval.records import (
     Execution,
     Grade,
@@ -404,29 +403,6 @@ def _verification(solve: SolveRecord) -> str:
     return ""
 
 
-# --------------------------------------------------------------------------- registry factory
-
-
-@dataclass(frozen=True)
-class _Preset:
-    """A tolerance family as registered: its title, defaults and primary key (``None``: no bare
-    value; a family with a primary key requires it)."""
-
-    title: str
-    defaults: Tolerance
-    primary: str | None = None
-    source: str = ""
-
-
-# The peers' own evaluators, at the commit they were read at (the benchmark data are pinned in
-# trex_eval/benchmarks/data_manifest.json; these files are not benchmark data).
-OPTMATH_SOURCE = "optsuite/OptMATH@b797149 eval/executor.py (ResultEvaluator.evaluate_result)"
-MAMO_SOURCE = (
-    "FreedomIntelligence/Mamo@5da0854 scripts/scripts_optimization/mamo_script_optimization/"
-    "3.run_code_comp_optimization.py (compare_output_with_standard)"
-)
-ORTHOUGHT_SOURCE = "ZJU-TSELab/ORThought@ce5dc6b analyze.py (compare_results)"
-
 OPTMATH_CONVERSIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("variable types to integer", ("GRB.CONTINUOUS",), ("GRB.INTEGER",)),
     ("variable types to continuous", ("GRB.INTEGER",), ("GRB.CONTINUOUS",)),
@@ -435,111 +411,6 @@ OPTMATH_CONVERSIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = 
     ("objective sense to minimise", ("GRB.MAXIMIZE",), ("GRB.MINIMIZE",)),
 )
 """OptMATH's conversion fallback (``ScriptExecutor.execute_with_fallback`` of
-:data:`OPTMATH_SOURCE`, with ``_convert_variable_type``, ``_convert_inequality`` and
-``_convert_objective``): (name, texts replaced, replacements), tried in this order; each is
-``str.replace`` of every occurrence, applied to the program as extracted."""
-
-PRESETS: Mapping[str, _Preset] = MappingProxyType(
-    {
-        "strict": _Preset("strict", Tolerance()),
-        "rel": _Preset("relative", Tolerance(rtol=0.0, atol=0.0), primary="rtol"),
-        "abs": _Preset("absolute", Tolerance(rtol=0.0, atol=0.0), primary="atol"),
-        "round": _Preset("rounded", Tolerance(rtol=0.0, atol=0.0), primary="digits"),
-        "orlm": _Preset("ORLM convention", Tolerance(rtol=0.05, atol=0.0, digits=0)),
-        "sirl": _Preset("SIRL convention |Δ|/(|ref|+1)", Tolerance(rtol=1e-6, atol=1e-6)),
-        # OptMATH: round(gt), round(pred), |Δ| / |gt| ≤ 0.05 (|pred| ≤ 0.05 for gt 0: the same).
-        # Its evaluator's conversion fallback (re-running the program with variable types,
-        # strict inequalities or the sense rewritten) is opt-in here: fallback=true.
-        "optmath": _Preset(
-            "OptMATH convention", Tolerance(rtol=0.05, atol=0.0, digits=0), source=OPTMATH_SOURCE
-        ),
-        "mamo": _Preset(
-            "Mamo convention", Tolerance(rtol=1e-4, atol=0.0, label_digits=2), source=MAMO_SOURCE
-        ),
-        "orthought": _Preset(
-            "ORThought convention", Tolerance(rtol=0.0, atol=0.01, exclusive=True), source=ORTHOUGHT_SOURCE
-        ),
-    }
-)
-"""The tolerance families of :mod:`trex_eval.grading.registry`, by name."""
-
-_KEYS = ("rtol", "atol", "digits", "printed", "unverified", "fallback")
-_FALLBACK_FAMILIES = frozenset({"optmath"})
-"""The families whose peer has a conversion fallback (key ``fallback``)."""
-
-
-def build(spec: RuleSpec) -> ToleranceRule:
-    """The registry factory of every tolerance family (keys ``rtol``, ``atol``, ``digits``,
-    ``printed``, ``unverified``, and ``fallback`` for ``optmath``; a bare first value is the
-    family's primary key).
-
-    Raises:
-        ConfigError: a family without a preset, a missing primary value, a bad parameter, or
-            ``fallback`` for a family without one.
-    """
-    preset = PRESETS.get(spec.name)
-    if preset is None:
-        raise ConfigError(f"{spec.name!r} is not a tolerance rule", where=spec.text)
-    values = spec.values(primary=preset.primary, allowed=_KEYS)
-    if preset.primary is not None and preset.primary not in values:
-        raise ConfigError(
-            f"rule {spec.name!r} needs its {preset.primary} value",
-            where=spec.text,
-            hint=f"e.g. {spec.name}:{'2' if preset.primary == 'digits' else '1e-4'}",
-        )
-    defaults = preset.defaults
-    # replace(): a preset's own tests (exclusive bound, label decimals) are kept.
-    tolerance = replace(
-        defaults,
-        rtol=spec.number("rtol", values["rtol"]) if "rtol" in values else defaults.rtol,
-        atol=spec.number("atol", values["atol"]) if "atol" in values else defaults.atol,
-        digits=spec.integer("digits", values["digits"]) if "digits" in values else defaults.digits,
-    )
-    printed = spec.flag("printed", values["printed"]) if "printed" in values else False
-    trusting = spec.flag("unverified", values["unverified"]) if "unverified" in values else False
-    if trusting and spec.name == "strict":
-        raise ConfigError(
-            "strict never counts an unverified claim as correct",
-            where=spec.text,
-            hint="use another family for a convention that trusts the solver, e.g. rel:1e-4,unverified=true",
-        )
-    fallback = spec.flag("fallback", values["fallback"]) if "fallback" in values else False
-    if "fallback" in values and spec.name not in _FALLBACK_FAMILIES:
-        raise ConfigError(
-            f"rule {spec.name!r} has no conversion fallback",
-            where=spec.text,
-            hint="fallback=true is OptMATH's: use optmath:fallback=true",
-        )
-    return ToleranceRule(
-        name=spec.name,
-        tolerance=tolerance,
-        use_printed=printed,
-        count_unverified=trusting,
-        title=preset.title,
-        source=preset.source,
-        conversion_fallback=fallback,
-        parameters=_canonical(
-            tolerance, printed=printed, trusting=trusting, fallback=fallback, preset=preset
-        ),
-    )
-
-
-def _canonical(
-    tolerance: Tolerance, *, printed: bool, trusting: bool, fallback: bool, preset: _Preset
-) -> str:
-    """``key=value`` text of the parameters that differ from the preset (its primary always)."""
-    shown: list[str] = []
-    defaults = preset.defaults
-    if preset.primary == "rtol" or tolerance.rtol != defaults.rtol:
-        shown.append(f"rtol={tolerance.rtol!r}")
-    if preset.primary == "atol" or tolerance.atol != defaults.atol:
-        shown.append(f"atol={tolerance.atol!r}")
-    if preset.primary == "digits" or tolerance.digits != defaults.digits:
-        shown.append(f"digits={tolerance.digits}")
-    if printed:
-        shown.append("printed=true")
-    if trusting:
-        shown.append("unverified=true")
-    if fallback:
-        shown.append("fallback=true")
-    return ",".join(shown)
+:data:`~trex_eval.grading.objective.presets.OPTMATH_SOURCE`, with ``_convert_variable_type``,
+``_convert_inequality`` and ``_convert_objective``): (name, texts replaced, replacements), tried
+in this order; each is ``str.replace`` of every occurrence, applied to the program as extracted."""
