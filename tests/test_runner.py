@@ -219,7 +219,7 @@ def test_resume_refuses_changed_settings(tmp_path: Path, data_dir: Path) -> None
             show_progress=False,
         ),
     )
-    with pytest.raises(StoreError, match=r"benchmark nl4opt: rule was 'strict@1', now 'rel@1:rtol=0\.001'"):
+    with pytest.raises(StoreError, match=r"benchmark nl4opt: rule was 'strict@2', now 'rel@2:rtol=0\.001'"):
         runner.run(*changed)
     again = runner.run(*request)
     assert again.graded_now == 0 and again.generated_now == 0
