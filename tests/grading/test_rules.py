@@ -16,6 +16,7 @@ from trex_eval.grading import (
     grade_objective,
     objective_rule,
     structure_rule,
+    superseded,
 )
 from trex_eval.grading.objective.tolerance import Tolerance, ToleranceRule
 from trex_eval.records import (
@@ -63,6 +64,15 @@ class TestSpecs:
         assert get_rule("strict:rtol=1e-4,atol=1e-6").spec == "strict@2"
         assert get_rule("strict:printed=false").spec == "strict@2"
         assert get_rule("strict:printed=yes").spec == "strict@2:printed=true"
+
+    def test_a_superseded_version_is_named_with_the_current_spec(self) -> None:
+        # strict@1 graded the program's claim; strict@2 grades the harness's re-solve (issue 28).
+        assert superseded("strict@1") == "strict@2"
+        assert superseded("rel@1:rtol=0.001") == "rel@2:rtol=0.001"
+        assert superseded("orlm-compat@1:unverified=true") == "orlm-compat@2:unverified=true"
+        assert superseded("strict@2") is None and superseded("strict") is None
+        # The reproduced reference harness keeps its version; a bad spec is get_rule's to explain.
+        assert superseded("trex-compat@1") is None and superseded("nonsense@1") is None
 
     def test_every_registered_rule_is_described(self) -> None:
         objective = {f.name for f in families(GraderKind.OBJECTIVE)}

@@ -24,6 +24,7 @@ from trex_eval.grading.registry import (
     objective_rule,
     rule_for,
     structure_rule,
+    superseded,
 )
 from trex_eval.grading.structure.base import StructureRule
 from trex_eval.records import Execution, Grade, ObjectiveReference
@@ -42,6 +43,7 @@ __all__ = [
     "objective_rule",
     "rule_for",
     "structure_rule",
+    "superseded",
 ]
 
 

@@ -176,6 +176,20 @@ def get_rule(spec: str) -> Rule:
     return rule
 
 
+def superseded(spec: str) -> str | None:
+    """The canonical spec of the rule as implemented now when ``spec`` names it at another
+    version (``"strict@1"`` -> ``"strict@2"``, parameters kept), else ``None`` (no version, the
+    implemented one, or a spec that is not valid apart from its version: :func:`get_rule` says
+    why). What a stored run's recorded rule is checked with before it is resumed or re-graded."""
+    try:
+        parsed = RuleSpec.parse(spec)
+        _, _, parameters = spec.partition(":")
+        current = get_rule(parsed.name + (f":{parameters}" if parameters else ""))
+    except ConfigError:
+        return None
+    return current.spec if parsed.version not in (None, current.version) else None
+
+
 def objective_rule(spec: str) -> ObjectiveRule:
     """:func:`get_rule` for a spec that must name an objective rule (ConfigError otherwise)."""
     rule = get_rule(spec)
