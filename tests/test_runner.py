@@ -431,7 +431,7 @@ def test_resume_keeps_each_benchmarks_rule_and_the_sandbox_limits(tmp_path: Path
     )
     first = runner.run(*request)
     rules = {b.name: b.rule for b in RunStore(first.run_dir).read_manifest().settings.benchmarks}
-    assert rules == {"nl4opt": "strict@1", "mine": "strict@1:rtol=0.001"}
+    assert rules == {"nl4opt": "strict@2", "mine": "strict@2:rtol=0.001"}
     resumed = runner.resume_spec(first.run_dir)
     assert resumed.limits == limits
     again = runner.run(
