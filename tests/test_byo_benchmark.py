@@ -227,9 +227,9 @@ def test_validate_reports_rows_rules_and_prompt() -> None:
     assert report.rows_read == 12 and len(report.benchmark.problems) == 3 and len(report.row_errors) == 9
     assert report.source == EXAMPLE / "malformed.jsonl"
     assert dict(report.rules) == {
-        "default": "strict@1",
+        "default": "strict@2",
         "trex-compat": "trex-compat@1",
-        "orlm": "orlm-compat@1",
+        "orlm": "orlm-compat@2",
     }
     assert [(p.prompt_set, p.problem_id) for p in report.prompts] == [("neutral", "product-mix")]
     assert report.notes == ()

@@ -219,7 +219,7 @@ def test_resume_refuses_changed_settings(tmp_path: Path, data_dir: Path) -> None
             show_progress=False,
         ),
     )
-    with pytest.raises(StoreError, match=r"benchmark nl4opt: rule was 'strict@1', now 'rel@1:rtol=0\.001'"):
+    with pytest.raises(StoreError, match=r"benchmark nl4opt: rule was 'strict@2', now 'rel@2:rtol=0\.001'"):
         runner.run(*changed)
     again = runner.run(*request)
     assert again.graded_now == 0 and again.generated_now == 0
@@ -431,7 +431,7 @@ def test_resume_keeps_each_benchmarks_rule_and_the_sandbox_limits(tmp_path: Path
     )
     first = runner.run(*request)
     rules = {b.name: b.rule for b in RunStore(first.run_dir).read_manifest().settings.benchmarks}
-    assert rules == {"nl4opt": "strict@1", "mine": "strict@1:rtol=0.001"}
+    assert rules == {"nl4opt": "strict@2", "mine": "strict@2:rtol=0.001"}
     resumed = runner.resume_spec(first.run_dir)
     assert resumed.limits == limits
     again = runner.run(

@@ -446,9 +446,14 @@ class Execution(Record):
 class ObjectiveEvidence(Record):
     """Why an objective rule decided: predicted vs reference and the tolerances applied.
 
-    ``digits`` is set by rounding rules (both values rounded to that many decimals first);
-    ``verified_objective`` is the harness's own HiGHS re-solve of the captured model, when one ran;
-    ``source`` says where ``predicted`` came from (``hook`` or ``printed``).
+    ``predicted`` is the value the rule graded: the harness's own re-solve of the captured model
+    when it matched the claim (``source="verified"``), else the program's claim (``hook``: the
+    hooked solve; ``printed``: stdout; ``binding:<name>``: a module-level model), which can then
+    pass only as ``unverified`` or under a rule that trusts claims. ``claimed`` is the program's
+    own number, kept beside it (``None`` in records graded before objective rules graded the
+    harness's value, whose ``predicted`` is the claim); ``verified_objective`` is the harness's
+    re-solve, when one ran. ``digits`` is set by rounding rules (both values rounded to that many
+    decimals first).
     """
 
     kind: Literal["objective"] = "objective"
@@ -463,6 +468,7 @@ class ObjectiveEvidence(Record):
     digits: int | None = None
     verified_objective: float | None = None
     source: str = "hook"
+    claimed: float | None = None
 
 
 class StructureCheck(Record):

@@ -61,6 +61,7 @@ def hooked_optimum(objective: float) -> Execution:
                 raw_status="2",
                 objective=objective,
                 verification="match",
+                verified_objective=objective,
             ),
         ),
         bindings=(
@@ -277,4 +278,4 @@ def test_g15_reference_wrapper_table(g15_runs: dict[str, tuple[Grade, Grade]], c
 def test_g15_default_rule_and_extractor(g15_runs: dict[str, tuple[Grade, Grade]], case: str) -> None:
     _, default = g15_runs[case]
     assert default.verdict is G15_DEFAULT[case], default.reason
-    assert default.rule == "strict@1"
+    assert default.rule == "strict@2"

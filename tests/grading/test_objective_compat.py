@@ -47,7 +47,9 @@ def run(*bindings: ModelBinding, status: ExecStatus = ExecStatus.OK, **fields: o
             status=b.status or SolveStatus.UNKNOWN,
             raw_status="2",
             objective=b.objective,
-            verification="match",  # the default rule needs the harness's re-solve; compat ignores it
+            # The default rule grades the harness's re-solve; compat ignores it.
+            verification="match",
+            verified_objective=b.objective,
         )
         for b in bindings
         if b.has_objval

@@ -16,6 +16,7 @@ from trex_eval.grading import (
     grade_objective,
     objective_rule,
     structure_rule,
+    superseded,
 )
 from trex_eval.grading.objective.tolerance import Tolerance, ToleranceRule
 from trex_eval.records import (
@@ -34,14 +35,14 @@ class TestSpecs:
     @pytest.mark.parametrize(
         ("spec", "canonical", "tolerance"),
         [
-            ("strict", "strict@1", Tolerance(rtol=1e-4, atol=1e-6)),
-            ("strict:rtol=1e-6,atol=1e-9", "strict@1:rtol=1e-06,atol=1e-09", Tolerance(rtol=1e-6, atol=1e-9)),
-            ("rel:1e-4", "rel@1:rtol=0.0001", Tolerance(rtol=1e-4, atol=0.0)),
-            ("abs:1e-6", "abs@1:atol=1e-06", Tolerance(rtol=0.0, atol=1e-6)),
-            ("round:2", "round@1:digits=2", Tolerance(rtol=0.0, atol=0.0, digits=2)),
-            ("round:0,rtol=0.05", "round@1:rtol=0.05,digits=0", Tolerance(rtol=0.05, atol=0.0, digits=0)),
-            ("orlm", "orlm@1", Tolerance(rtol=0.05, atol=0.0, digits=0)),
-            ("sirl", "sirl@1", Tolerance(rtol=1e-6, atol=1e-6)),
+            ("strict", "strict@2", Tolerance(rtol=1e-4, atol=1e-6)),
+            ("strict:rtol=1e-6,atol=1e-9", "strict@2:rtol=1e-06,atol=1e-09", Tolerance(rtol=1e-6, atol=1e-9)),
+            ("rel:1e-4", "rel@2:rtol=0.0001", Tolerance(rtol=1e-4, atol=0.0)),
+            ("abs:1e-6", "abs@2:atol=1e-06", Tolerance(rtol=0.0, atol=1e-6)),
+            ("round:2", "round@2:digits=2", Tolerance(rtol=0.0, atol=0.0, digits=2)),
+            ("round:0,rtol=0.05", "round@2:rtol=0.05,digits=0", Tolerance(rtol=0.05, atol=0.0, digits=0)),
+            ("orlm", "orlm@2", Tolerance(rtol=0.05, atol=0.0, digits=0)),
+            ("sirl", "sirl@2", Tolerance(rtol=1e-6, atol=1e-6)),
         ],
     )
     def test_tolerance_rules(self, spec: str, canonical: str, tolerance: Tolerance) -> None:
@@ -60,9 +61,18 @@ class TestSpecs:
         assert get_rule(" Strict : rtol = 1e-6 , atol=1e-9 ") == get_rule("strict:rtol=1e-6,atol=1e-9")
 
     def test_defaults_are_not_repeated_in_the_spec(self) -> None:
-        assert get_rule("strict:rtol=1e-4,atol=1e-6").spec == "strict@1"
-        assert get_rule("strict:printed=false").spec == "strict@1"
-        assert get_rule("strict:printed=yes").spec == "strict@1:printed=true"
+        assert get_rule("strict:rtol=1e-4,atol=1e-6").spec == "strict@2"
+        assert get_rule("strict:printed=false").spec == "strict@2"
+        assert get_rule("strict:printed=yes").spec == "strict@2:printed=true"
+
+    def test_a_superseded_version_is_named_with_the_current_spec(self) -> None:
+        # strict@1 graded the program's claim; strict@2 grades the harness's re-solve (issue 28).
+        assert superseded("strict@1") == "strict@2"
+        assert superseded("rel@1:rtol=0.001") == "rel@2:rtol=0.001"
+        assert superseded("orlm-compat@1:unverified=true") == "orlm-compat@2:unverified=true"
+        assert superseded("strict@2") is None and superseded("strict") is None
+        # The reproduced reference harness keeps its version; a bad spec is get_rule's to explain.
+        assert superseded("trex-compat@1") is None and superseded("nonsense@1") is None
 
     def test_every_registered_rule_is_described(self) -> None:
         objective = {f.name for f in families(GraderKind.OBJECTIVE)}
@@ -102,7 +112,7 @@ class TestSpecs:
         ("spec", "message"),
         [
             ("exact", "unknown grading rule"),
-            ("strict@2", "version 1"),
+            ("strict@1", "version 2"),
             ("strict@", "malformed"),
             ("@1", "malformed"),
             ("", "malformed"),
@@ -172,6 +182,7 @@ class TestKinds:
             raw_status="ok",
             objective=8.0,
             verification="match",
+            verified_objective=8.0,
         )
         execution = Execution(status=ExecStatus.OK, solves=(hooked,))
         reference = ObjectiveReference(value=8.0, label="8")

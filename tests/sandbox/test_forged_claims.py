@@ -4,7 +4,9 @@ Each forger runs a real program in the real sandbox (a pool that does not verify
 pool), then is graded by the real plan of B4O-Feasible's BENCH4OPT_132 (reference from the data):
 the forger claims the reference optimum while its own model is the textbook MILP (optimum 20).
 The grading step (``EvaluationPlan.judge``) must verify in the parent and never say ``correct``;
-the honest reference program must still be ``correct`` and verified.
+the honest reference program must still be ``correct`` and verified. The last tests patch a
+PuLP program's objective read-out by less than verification's agreement tolerance (issue 28):
+the harness's value, not the claim, is what the rule grades.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from sandbox_support import STAND_IN
 
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
+from trex_eval.grading import grade_objective
 from trex_eval.protocols.plan import EvaluationPlan, plan_for
 from trex_eval.records import (
     Completion,
@@ -29,6 +32,7 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.sandbox import Job, SandboxLimits, SandboxPool
+from trex_eval.sandbox.verify import verify_last_solve
 
 PROBLEM = "BENCH4OPT_132"
 
@@ -234,3 +238,77 @@ def test_a_forged_licence_failure_is_not_an_environment_failure(
     assert checked.status is not ExecStatus.LICENCE_ERROR, checked.detail
     assert grade.verdict is Verdict.RUNTIME_ERROR
     assert not grade.verdict.is_environment_failure
+
+
+PATCHED_READ_OUT = """
+import pulp
+
+honest_value = pulp.LpAffineExpression.value
+
+
+def reported(self):
+    # The objective read-out (what the hook records) says {claim!r} where the solver found 5050.9.
+    value = honest_value(self)
+    return {claim!r} if value is not None and abs(value - 5050.9) < 1e-6 else value
+
+
+pulp.LpAffineExpression.value = reported
+prob = pulp.LpProblem("patched", pulp.LpMaximize)
+x = pulp.LpVariable("x", lowBound=0, upBound=100, cat="Integer")
+prob += 505.09 * x
+prob += x <= 10.5
+prob.solve(pulp.PULP_CBC_CMD(msg=0))
+print(pulp.value(prob.objective), x.varValue)
+"""
+"""An integer model whose optimum is 5050.9 (x = 10), its objective read-out patched to ``claim``."""
+
+
+def _patched(grading_pool: SandboxPool, claim: float) -> Execution:
+    execution = grading_pool.run(Job(code=PATCHED_READ_OUT.format(claim=claim)))
+    assert execution.status is ExecStatus.OK, execution.detail
+    assert execution.stdout_tail.split() == [repr(claim), "10.0"]
+    solve = execution.solves[-1]
+    assert (solve.library, solve.objective, solve.verification) == ("pulp", claim, None)
+    return execution
+
+
+def _with_reference(problem: Problem, value: float) -> Problem:
+    return problem.model_copy(update={"reference": ObjectiveReference(value=value, label=repr(value))})
+
+
+def test_a_read_out_patched_within_verifications_tolerance_is_graded_on_the_harnesss_value(
+    grading_pool: SandboxPool, case: tuple[EvaluationPlan, Problem, float]
+) -> None:
+    # The reported attack: the claim 5050.0 is the reference; the captured model's optimum is
+    # 5050.9, 0.9 away: inside verification's 2e-4·5050.9 (a "match"), outside strict's 0.505.
+    execution = _patched(grading_pool, 5050.0)
+    checked = verify_last_solve(execution)
+    solve = checked.solves[-1]
+    assert solve.verification == "match" and solve.verified_objective == pytest.approx(5050.9)
+
+    grade = grade_objective(checked, ObjectiveReference(value=5050.0, label="5050.0"), rule="strict")
+    assert grade.verdict is Verdict.WRONG, grade.reason
+    assert "the program's claim 5050.0 was close to the harness's value 5050.9" in grade.reason
+
+    # The run's grading step reaches the same verdict from the unverified execution.
+    plan, problem, _ = case
+    judged, graded = plan.judge(
+        _with_reference(problem, 5050.0), execution, reference_model=_no_reference_models
+    )
+    assert judged.solves[-1].verification == "match"
+    assert graded.verdict is Verdict.WRONG and graded.rule == "strict@2"
+
+
+def test_a_claim_that_misses_is_re_solved_when_its_re_solve_could_pass(
+    grading_pool: SandboxPool, case: tuple[EvaluationPlan, Problem, float]
+) -> None:
+    # The mirror image: the claim 5051.5 misses the reference 5050.9 under strict, but agrees with
+    # the re-solve, which is the reference: the grading step re-solves it and grades that.
+    plan, problem, _ = case
+    execution = _patched(grading_pool, 5051.5)
+    judged, grade = plan.judge(
+        _with_reference(problem, 5050.9), execution, reference_model=_no_reference_models
+    )
+    assert judged.solves[-1].verification == "match"
+    assert grade.verdict is Verdict.CORRECT, grade.reason
+    assert "the program claimed 5051.5" in grade.reason

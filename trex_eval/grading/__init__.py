@@ -24,6 +24,7 @@ from trex_eval.grading.registry import (
     objective_rule,
     rule_for,
     structure_rule,
+    superseded,
 )
 from trex_eval.grading.structure.base import StructureRule
 from trex_eval.records import Execution, Grade, ObjectiveReference
@@ -42,6 +43,7 @@ __all__ = [
     "objective_rule",
     "rule_for",
     "structure_rule",
+    "superseded",
 ]
 
 
@@ -49,7 +51,7 @@ def grade_objective(
     execution: Execution, reference: ObjectiveReference, *, rule: ObjectiveRule | str = DEFAULT_RULE
 ) -> Grade:
     """Grade one program run against an objective reference under ``rule`` (an objective rule
-    object or spec; :attr:`Grade.rule` is the rule's canonical spec, e.g. ``"strict@1"``).
+    object or spec; :attr:`Grade.rule` is the rule's canonical spec, e.g. ``"strict@2"``).
 
     Raises:
         ConfigError: ``rule`` is a spec that does not name an objective rule.

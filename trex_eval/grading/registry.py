@@ -26,6 +26,11 @@ orgeval-exact          structure  --       exact: typed graph (quadratic, SOS, i
 orgeval-trex-compat    structure  --       the reference ORGEval check, bugs included
 =====================  =========  =======  ====================================================
 
+``Δ`` is that of the harness's re-solve of the program's captured model, never of the program's
+claim, for every objective family but ``trex-compat`` (which reproduces the reference harness:
+the claim of ``model.ObjVal``); the claim only has to agree with the re-solve
+(:mod:`trex_eval.sandbox.verify`).
+
 Adding a rule: a module with a ``build(spec: RuleSpec) -> rule`` factory and one line here. A
 spec naming a version other than the implemented one is refused rather than silently graded by
 different code.
@@ -60,7 +65,7 @@ class RuleFamily:
 
 
 _OBJECTIVE, _STRUCTURE = GraderKind.OBJECTIVE, GraderKind.STRUCTURE
-_TOLERANCE = "trex_eval.grading.objective.tolerance:build"
+_TOLERANCE = "trex_eval.grading.objective.presets:build"
 
 FAMILIES: tuple[RuleFamily, ...] = (
     RuleFamily(
@@ -169,6 +174,20 @@ def get_rule(spec: str) -> Rule:
             hint=f"use {entry.name}@{rule.version} (or no version) and note the change in results",
         )
     return rule
+
+
+def superseded(spec: str) -> str | None:
+    """The canonical spec of the rule as implemented now when ``spec`` names it at another
+    version (``"strict@1"`` -> ``"strict@2"``, parameters kept), else ``None`` (no version, the
+    implemented one, or a spec that is not valid apart from its version: :func:`get_rule` says
+    why). What a stored run's recorded rule is checked with before it is resumed or re-graded."""
+    try:
+        parsed = RuleSpec.parse(spec)
+        _, _, parameters = spec.partition(":")
+        current = get_rule(parsed.name + (f":{parameters}" if parameters else ""))
+    except ConfigError:
+        return None
+    return current.spec if parsed.version not in (None, current.version) else None
 
 
 def objective_rule(spec: str) -> ObjectiveRule:

@@ -102,10 +102,11 @@ class EvaluationPlan:
         self, problem: Problem, execution: Execution, *, reference_model: ReferenceModelLoader
     ) -> tuple[Execution, Grade]:
         """:meth:`grade`, verifying the claim first where it can change the verdict: only when the
-        rule would pass the last solve's claim but calls it ``unverified`` does the harness
-        re-solve the captured model (:func:`trex_eval.sandbox.verify.verify_last_solve`) and
-        grade again. A claim that cannot pass is not re-solved: no proof can make it correct,
-        and a forged wrong answer stays wrong. Returns the execution as verified (stored with
+        rule calls the last solve's claim ``unverified`` (it would pass it, or a re-solve agreeing
+        with it could pass: the rules grade the harness's value) does the harness re-solve the
+        captured model (:func:`trex_eval.sandbox.verify.verify_last_solve`) and grade again. A
+        claim that cannot pass is not re-solved: no proof can make it correct, and a forged wrong
+        answer stays wrong. Returns the execution as verified (stored with
         the grade) and the grade. Blocking (seconds for a hard MILP): call it off the event loop.
         """
         grade = self.grade(problem, execution, reference_model=reference_model)

@@ -38,7 +38,7 @@ from trex_eval.backends.base import Backend, GenerationRequest, create_backend
 from trex_eval.backends.endpoints import endpoint_summary
 from trex_eval.benchmarks import Benchmark, load_benchmark
 from trex_eval.errors import BenchmarkError, ConfigError, StoreError
-from trex_eval.grading import get_rule
+from trex_eval.grading import get_rule, superseded
 from trex_eval.grading.lp import parse_lp
 from trex_eval.prompting.fewshot import FewShotPool, PoolItem, SelectionPolicy, retrieval_text, select
 from trex_eval.prompting.render import UPSTREAM_SET, FewShotExample, PromptRenderer
@@ -121,8 +121,23 @@ def run(spec: RunSpec, options: RunOptions | None = None) -> RunResult:
 
 
 def resume_spec(run_dir: Path) -> RunSpec:
-    """The spec that continues the run in ``run_dir`` (settings come from its manifest)."""
-    return RunSpec.from_settings(RunStore(run_dir).read_manifest().settings)
+    """The spec that continues the run in ``run_dir`` (settings come from its manifest).
+
+    Raises:
+        StoreError: a benchmark of the run was graded under a version of its rule that this
+            trex-eval no longer implements (resuming would mix two rules' grades in one run).
+    """
+    settings = RunStore(run_dir).read_manifest().settings
+    for entry in settings.benchmarks:
+        current = superseded(entry.rule)
+        if current is not None:
+            raise StoreError(
+                f"{run_dir} graded {entry.name} under {entry.rule}; this trex-eval implements "
+                f"{current}, which decides differently, so the run cannot be continued",
+                hint=f"re-grade it into a new directory (stored executions are reused): "
+                f"trex-eval grade {run_dir} --rule {current} --out NEW_DIR",
+            )
+    return RunSpec.from_settings(settings)
 
 
 def _rules_by_kind(rules: Sequence[str]) -> dict[GraderKind, str]:

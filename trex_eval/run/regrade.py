@@ -7,7 +7,7 @@ many).
   changes the program or its job (protocol, extractor, limits, gurobipy policy, data) runs the
   programs again, and a note says which benchmarks and why.
 * **Several rules, one pass.** Two rules of the same kind (``--rule orlm --rule strict``) grade
-  into one directory holding one run directory per rule (``OUT/orlm@1/``, ``OUT/strict@1/``) and
+  into one directory holding one run directory per rule (``OUT/orlm@2/``, ``OUT/strict@2/``) and
   a ``leaderboard.md`` with a column per rule; programs run at most once for all of them.
 * **Honest counts for foreign files.** A completions file is graded on the problems it holds
   (``--all-problems``: every problem of the benchmark, those without a completion graded
@@ -29,7 +29,7 @@ from trex_eval.backends.base import BackendSpec
 from trex_eval.backends.replay import ReplayOptions, load_index
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
-from trex_eval.grading import get_rule
+from trex_eval.grading import get_rule, superseded
 from trex_eval.records import GraderKind, SamplingParams
 from trex_eval.run import pipeline
 from trex_eval.run.spec import RunOptions, RunSpec
@@ -88,7 +88,9 @@ def plan_regrade(
 
     Raises:
         ConfigError: ``source`` is neither; a completions file comes without ``--benchmark``, or
-            none of its ids is a problem of the benchmark; an unknown rule.
+            none of its ids is a problem of the benchmark; an unknown rule; a run re-graded under
+            its own rules (no ``rules``, same protocol) recorded a rule version this trex-eval no
+            longer implements.
     """
     options = RunOptions(
         data_dir=data_dir, out=out, workers=workers, command=command, show_progress=show_progress
@@ -96,6 +98,8 @@ def plan_regrade(
     notes: tuple[str, ...] = ()
     if (source / MANIFEST).is_file():
         settings = RunStore(source).read_manifest().settings
+        if not rules and protocol == settings.protocol:
+            _check_recorded_rules(source, settings)
         model = _replay_of_run(source, settings)
         options = replace(options, reuse_executions=source)
 
@@ -132,6 +136,23 @@ def run_regrade(regrade: Regrade) -> list[pipeline.RunResult]:
         board = build_leaderboard([result.summary for result in results])
         (regrade.root / LEADERBOARD_MD).write_text(render_leaderboard_markdown(board), encoding="utf-8")
     return results
+
+
+def _check_recorded_rules(source: Path, settings: RunSettings) -> None:
+    """A re-grade under the run's own rules needs each of them at its implemented version.
+
+    Raises:
+        ConfigError: a benchmark was graded under a rule version this trex-eval no longer
+            implements; the hint names the rule as it is now.
+    """
+    for entry in settings.benchmarks:
+        current = superseded(entry.rule)
+        if current is not None:
+            raise ConfigError(
+                f"{source} graded {entry.name} under {entry.rule}, which this trex-eval no longer "
+                f"implements ({current} decides differently)",
+                hint=f"name the rule to re-grade under: --rule {current}",
+            )
 
 
 def _replay_of_run(source: Path, settings: RunSettings) -> BackendSpec:

@@ -1,3 +1,4 @@
-"""Objective rules: :mod:`.base` (the protocol, shared verdicts) and :mod:`.tolerance` (``strict``
-and its parameterised relatives). The reproduced ``trex-compat`` rule lives with its protocol
+"""Objective rules: :mod:`.base` (the protocol, shared verdicts, the harness's value of a claim),
+:mod:`.tolerance` (``strict`` and its parameterised relatives) and :mod:`.presets` (their registered
+families and the registry factory). The reproduced ``trex-compat`` rule lives with its protocol
 (:mod:`trex_eval.protocols.trex_compat.objective`)."""

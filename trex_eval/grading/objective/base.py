@@ -1,9 +1,12 @@
-"""What every objective rule shares: the :class:`ObjectiveRule` protocol, the reference check and
-the verdicts of programs that failed before producing an answer. Pure."""
+"""What every objective rule shares: the :class:`ObjectiveRule` protocol, the reference check,
+the verdicts of programs that failed before producing an answer, and the harness's value of a
+claim (:func:`harness_objective`: what a rule grades) with verification's agreement tolerance
+(:func:`may_pass_when_verified`: which misses a re-solve could still turn). Pure."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -17,9 +20,12 @@ from trex_eval.records import (
     SolveRecord,
     SolveStatus,
     Verdict,
+    finite_or_none,
 )
 
 __all__ = [
+    "AGREEMENT_ATOL",
+    "AGREEMENT_RTOL",
     "FINISHED",
     "NO_FINITE_OPTIMUM",
     "Conversion",
@@ -29,6 +35,9 @@ __all__ = [
     "failure_detail",
     "failure_verdict",
     "fmt",
+    "harness_objective",
+    "may_pass_when_verified",
+    "resolver_name",
     "rule_spec",
     "unverified_reason",
 ]
@@ -38,6 +47,15 @@ NO_FINITE_OPTIMUM = frozenset({SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, So
 
 FINISHED = frozenset({ExecStatus.OK, ExecStatus.NO_SOLVE})
 """Execution statuses after which a rule looks for an answer; every other status is a failure verdict."""
+
+AGREEMENT_RTOL = 2e-4
+AGREEMENT_ATOL = 1e-6
+"""The loosest agreement tolerance of verification (:mod:`trex_eval.sandbox.verify`, ``MIP_RTOL``
+and ``ATOL``: models with integer or quadratic parts; LPs agree within ``rtol`` 1e-6): a claim
+"matches" its re-solve when ``|claimed − verified| ≤ ATOL + RTOL·max(1, |verified|)``. Repeated
+here because grading may not import the sandbox (layers); ``tests/grading`` pins them to
+verify's. Rules never widen their own tolerance by it: it only says how far the harness's value
+may lie from a claim it calls a match."""
 
 
 @runtime_checkable
@@ -125,6 +143,39 @@ def unverified_reason(solve: SolveRecord) -> str | None:
     if solve.verification is None:
         return "no re-solve was run"
     return solve.verification.removeprefix("skipped: ")
+
+
+def harness_objective(solve: SolveRecord) -> float | None:
+    """The objective the harness re-derived for ``solve``: the finite value of its own re-solve
+    of the captured model when that re-solve matched the claim (``verification == "match"``),
+    else ``None``. This, not the program's claim, is what an objective rule compares with the
+    reference; the claim only has to agree with it (which is what "match" means)."""
+    if solve.verification != "match":
+        return None
+    return finite_or_none(solve.verified_objective)
+
+
+def resolver_name(solve: SolveRecord) -> str:
+    """The parent's solver of ``solve``'s re-solve as reasons name it (``HiGHS`` when unrecorded)."""
+    return {"gurobipy": "gurobipy", "scip": "SCIP"}.get(solve.verified_by or "", "HiGHS")
+
+
+def may_pass_when_verified(accepts: Callable[[float], bool], claimed: float, reference: float) -> bool:
+    """Whether a re-solve that matches ``claimed`` could give a value ``accepts`` passes: some
+    ``v`` with ``|claimed − v|`` within the agreement tolerance (:data:`AGREEMENT_RTOL`, bounded
+    from above) is accepted.
+
+    ``accepts`` must accept an interval of values that holds ``reference`` (or nothing), as every
+    tolerance test does (``|round(v) − round(ref)|`` against a bound is one, rounding being
+    monotone): the interval then meets the claim's window exactly when ``reference`` lies in the
+    window or the window's end nearest to it is accepted. Errs towards ``True`` (a needless
+    re-solve), never towards ``False``.
+    """
+    # |claimed − v| ≤ a + r·max(1, |v|) with |v| ≤ |claimed| + |claimed − v| bounds the distance:
+    radius = (AGREEMENT_ATOL + AGREEMENT_RTOL * max(1.0, abs(claimed))) / (1.0 - AGREEMENT_RTOL)
+    if abs(claimed - reference) <= radius:
+        return accepts(reference)
+    return accepts(claimed - radius if claimed > reference else claimed + radius)
 
 
 def fmt(value: float | None) -> str:

@@ -1,6 +1,7 @@
 """Tolerance rules: ``strict`` (the default) and its parameterised relatives (``rel``, ``abs``,
 ``round`` and the published conventions ``orlm``, ``sirl``, ``optmath``, ``mamo`` and
-``orthought``, each citing the peer's source file in its description). Pure.
+``orthought``, each citing the peer's source file in its description; their presets and the
+registry factory are :mod:`trex_eval.grading.objective.presets`). Pure.
 
 One decision procedure, read top to bottom:
 
@@ -12,29 +13,43 @@ One decision procedure, read top to bottom:
    number comes from stdout, so its solver status is unknown and unchecked, and the evidence
    says ``source="printed"``. The fallback is off for every preset, so no number ever comes
    from stdout silently.
-3. A solve whose objective the harness's own HiGHS re-solve contradicts
-   (``verification == "mismatch"``) is ``wrong``: the reported objective is not the model's.
+3. A solve whose claim the harness's own re-solve contradicts (``verification == "mismatch"``)
+   is ``wrong``, the reason naming both numbers: the reported objective is not the model's.
 4. Against an optimal reference the solver status must be ``optimal`` (else ``wrong``) with a
-   finite objective (else ``not_determinable``), and ``|pred − ref| ≤ atol + rtol·|ref|`` must
-   hold, after rounding both to ``digits`` decimals when set (Python ``round``: half-to-even on
-   the binary value). A miss where ``−pred`` would match says so (minimise/maximise confusion is
-   still just ``wrong``).
+   finite objective (else ``not_determinable``). The value graded is the **harness's**: its
+   re-solve of the captured model when that matched the claim
+   (:func:`~trex_eval.grading.objective.base.harness_objective`; ``source="verified"``), never
+   the claim itself, which only had to agree with it within verification's tolerance
+   (:mod:`trex_eval.sandbox.verify`: ``|claimed − verified| ≤ 1e-6 + rtol·max(1, |verified|)``,
+   ``rtol`` 1e-6 for LPs and 2e-4 for models with integer or quadratic parts; the parent's own
+   MIP gap is 1e-6). That tolerance never widens the rule's, which applies to the harness's value
+   only: a claim close to its re-solve whose re-solve misses is ``wrong``, the reason saying that
+   the claim was close but the harness's value is what is graded. The value must satisfy
+   ``|pred − ref| ≤ atol + rtol·|ref|``, after rounding both to ``digits`` decimals when set
+   (Python ``round``: half-to-even on the binary value). A miss where ``−pred`` would match says
+   so (minimise/maximise confusion is still just ``wrong``).
 5. Against a reference without a finite optimum only the solver status counts: ``infeasible``
    matches ``infeasible`` and ``unbounded`` matches ``unbounded``; a solver answer
    ``inf_or_unbd`` against either is ``not_determinable`` (the solver did not decide which);
-   a reference ``inf_or_unbd`` is matched by any of the three.
-6. A claim that passes 4 or 5 is ``correct`` only when the harness verified it
-   (``verification == "match"``: the parent re-solved the captured model and found the claimed
-   result; see :mod:`trex_eval.sandbox.verify`); otherwise it is ``unverified`` and the reason
-   says why (no matrix captured, a model kind no parent solver takes, a re-solve that timed out,
-   a printed value). The verdict never depends on anything else the program's process reported.
-   ``unverified=true`` (spec key; refused by ``strict``) counts such claims as ``correct``, for
-   reproducing conventions that trust the program's solver; the reason still says so.
+   a reference ``inf_or_unbd`` is matched by any of the three. The claimed status decides, and a
+   "match" says the parent's re-solve reached a compatible verdict.
+6. Without a harness value (no matrix captured, a model kind no parent solver takes, a re-solve
+   that timed out or was not run yet, a printed value) the claim is all there is: one that
+   passes 4 or 5 is ``unverified`` and the reason says why; one that misses is ``wrong`` --
+   unless no re-solve was attempted yet (``verification is None``) and a re-solve agreeing with
+   the claim could still pass 4 (:func:`~trex_eval.grading.objective.base.may_pass_when_verified`):
+   that is ``unverified`` too, so that the grading step re-solves it
+   (:meth:`trex_eval.protocols.plan.EvaluationPlan.judge`) and the verdict rests on the harness's
+   value however close the claim was. ``correct`` needs a harness value (or a matched status).
+   ``unverified=true`` (spec key; refused by ``strict``) counts a passing claim without one as
+   ``correct``, for reproducing conventions that trust the program's solver; the reason says the
+   claim was graded unverified. A harness value, where there is one, is graded under every rule.
 
-``optmath:fallback=true`` (``optmath@1:fallback=true`` wherever the rule is named; off by default
+``optmath:fallback=true`` (``optmath@2:fallback=true`` wherever the rule is named; off by default
 here, on by default in OptMATH's evaluator) adds OptMATH's **conversion fallback**
-(``ScriptExecutor.execute_with_fallback`` of :data:`OPTMATH_SOURCE`): a program that does not
-pass is run again with its text rewritten, one rewrite at a time, in OptMATH's order --
+(``ScriptExecutor.execute_with_fallback`` of
+:data:`~trex_eval.grading.objective.presets.OPTMATH_SOURCE`): a program that does not pass is
+run again with its text rewritten, one rewrite at a time, in OptMATH's order --
 ``GRB.CONTINUOUS`` -> ``GRB.INTEGER``, ``GRB.INTEGER`` -> ``GRB.CONTINUOUS``, ``" > "`` ->
 ``" >= "`` and ``" < "`` -> ``" <= "``, ``GRB.MINIMIZE`` -> ``GRB.MAXIMIZE``, ``GRB.MAXIMIZE`` ->
 ``GRB.MINIMIZE`` (a rewrite that changes nothing is skipped) -- and the first rewrite whose grade
@@ -47,9 +62,7 @@ the wrong variable types or sense can pass.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import ClassVar
 
 from trex_eval.errors import ConfigError, GradingError
@@ -61,10 +74,12 @@ from trex_eval.grading.objective.base import (
     failure_detail,
     failure_verdict,
     fmt,
+    harness_objective,
+    may_pass_when_verified,
+    resolver_name,
     rule_spec,
     unverified_reason,
 )
-from trex_eval.grading.spec import RuleSpec
 from trex_eval.records import (
     Execution,
     Grade,
@@ -77,7 +92,21 @@ from trex_eval.records import (
     finite_or_none,
 )
 
-TOLERANCE_RULE_VERSION = "1"
+TOLERANCE_RULE_VERSION = "2"
+"""2: the harness's re-solve is graded, not the program's claim (1 graded the claim once the
+re-solve agreed with it within verification's tolerance, which widened every rule's)."""
+
+OPTMATH_CONVERSIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("variable types to integer", ("GRB.CONTINUOUS",), ("GRB.INTEGER",)),
+    ("variable types to continuous", ("GRB.INTEGER",), ("GRB.CONTINUOUS",)),
+    ("strict inequalities to non-strict", (" > ", " < "), (" >= ", " <= ")),
+    ("objective sense to maximise", ("GRB.MINIMIZE",), ("GRB.MAXIMIZE",)),
+    ("objective sense to minimise", ("GRB.MAXIMIZE",), ("GRB.MINIMIZE",)),
+)
+"""OptMATH's conversion fallback (``ScriptExecutor.execute_with_fallback`` of
+:data:`~trex_eval.grading.objective.presets.OPTMATH_SOURCE`, with ``_convert_variable_type``,
+``_convert_inequality`` and ``_convert_objective``): (name, texts replaced, replacements), tried
+in this order; each is ``str.replace`` of every occurrence, applied to the program as extracted."""
 
 
 @dataclass(frozen=True)
@@ -187,11 +216,14 @@ class ToleranceRule:
     @property
     def description(self) -> str:
         lead = f"{self.title}: " if self.title else ""
-        text = f"{lead}solver status optimal and {self.tolerance.formula()}"
+        text = (
+            f"{lead}solver status optimal and {self.tolerance.formula()}, pred being the harness's "
+            "re-solve of the program's captured model (the program's claim must agree with it)"
+        )
         if self.use_printed:
             text += "; a printed objective is used (status unchecked) when no solve was hooked"
         if self.count_unverified:
-            text += "; claims the harness could not verify count as correct"
+            text += "; claims the harness could not verify count as correct, graded as claimed"
         if self.conversion_fallback:
             text += (
                 "; conversion fallback on: a miss is re-run with "
@@ -229,46 +261,43 @@ class ToleranceRule:
         solve = execution.last_solve
         if solve is None:
             return self._grade_printed(execution, reference)
+        claimed = finite_or_none(solve.objective)
         if solve.verification == "mismatch":
             return self._grade(
                 Verdict.WRONG,
-                f"the reported objective {fmt(solve.objective)} is not the model's: the harness's HiGHS "
-                f"re-solve of the captured model gives {fmt(solve.verified_objective)}",
-                self._evidence(
-                    finite_or_none(solve.objective),
-                    solve.status,
-                    reference,
-                    verified=solve.verified_objective,
-                ),
+                f"the program's claimed objective {fmt(solve.objective)} is not the model's: the "
+                f"harness's {resolver_name(solve)} re-solve of the captured model gives "
+                f"{fmt(solve.verified_objective)}",
+                self._evidence(claimed, solve.status, reference, claimed=claimed, solve=solve),
             )
         if reference.status is not SolveStatus.OPTIMAL:
             return self._grade_status(solve, reference)
-        evidence = self._evidence(
-            finite_or_none(solve.objective), solve.status, reference, verified=solve.verified_objective
-        )
         if solve.status is not SolveStatus.OPTIMAL:
             return self._grade(
                 Verdict.WRONG,
                 f"{solve.library} solve ended {solve.status.value} ({solve.raw_status}); "
                 f"the reference optimum is {fmt(reference.value)}",
-                evidence,
+                self._evidence(claimed, solve.status, reference, claimed=claimed, solve=solve),
             )
-        objective = finite_or_none(solve.objective)
-        if objective is None:
+        if claimed is None:
             return self._grade(
                 Verdict.NOT_DETERMINABLE,
                 f"{solve.library} reported optimal without a finite objective ({fmt(solve.objective)})",
-                evidence,
+                self._evidence(None, solve.status, reference, solve=solve),
             )
-        note = _verification(solve)
-        return self._compare(
-            objective,
+        harness = harness_objective(solve)
+        if harness is not None:
+            return self._grade_harness_value(harness, claimed, solve, reference)
+        # A "match" without a value cannot come from the harness's re-solve of an optimal claim.
+        why = unverified_reason(solve) or "the re-solve that agreed recorded no objective"
+        return self._grade_claim(
+            claimed,
             reference,
             status=solve.status,
             source="hook",
-            note=note,
-            verified=solve.verified_objective,
-            unverified=unverified_reason(solve),
+            unverified=why,
+            pending=solve.verification is None,
+            solve=solve,
         )
 
     # ----------------------------------------------------------------------- helpers
@@ -276,18 +305,11 @@ class ToleranceRule:
     def _grade(self, verdict: Verdict, reason: str, evidence: ObjectiveEvidence | None = None) -> Grade:
         return Grade(verdict=verdict, rule=self.spec, reason=reason, evidence=evidence)
 
-    def _passed(self, reason: str, evidence: ObjectiveEvidence, unverified: str | None) -> Grade:
-        """``correct`` for a verified claim; ``unverified`` (or, with ``count_unverified``,
-        ``correct`` saying so) for the others."""
-        if unverified is None:
-            return self._grade(Verdict.CORRECT, reason, evidence)
-        if self.count_unverified:
-            return self._grade(
-                Verdict.CORRECT, f"{reason}; counted although unverified: {unverified}", evidence
-            )
-        return self._grade(
-            Verdict.UNVERIFIED, f"{reason}; not verified by the harness: {unverified}", evidence
-        )
+    def _check(self, value: float, reference: ObjectiveReference) -> Comparison:
+        expected = reference.value
+        if expected is None:  # excluded by check_reference; kept for the type checker
+            raise GradingError(f"optimal reference without a value (label {reference.label!r})")
+        return self.tolerance.compare(value, expected, label=reference.label)
 
     def _evidence(
         self,
@@ -296,19 +318,114 @@ class ToleranceRule:
         reference: ObjectiveReference,
         *,
         source: str = "hook",
-        verified: float | None = None,
+        claimed: float | None = None,
+        solve: SolveRecord | None = None,
+        result: Comparison | None = None,
     ) -> ObjectiveEvidence:
         return ObjectiveEvidence(
             predicted=predicted,
             predicted_status=status,
             reference=reference.value,
             reference_status=reference.status,
+            abs_error=result.abs_error if result is not None else None,
+            rel_error=result.rel_error if result is not None else None,
             atol=self.tolerance.atol,
             rtol=self.tolerance.rtol,
             digits=self.tolerance.digits,
-            verified_objective=verified,
+            verified_objective=solve.verified_objective if solve is not None else None,
             source=source,
+            claimed=claimed,
         )
+
+    def _values(self, what: str, value: float, reference: ObjectiveReference, result: Comparison) -> str:
+        """``what value vs reference ref``, and the rounded pair compared when the rule rounds."""
+        text = f"{what} {fmt(value)} vs reference {fmt(reference.value)}"
+        if self.tolerance.digits is not None:
+            text += (
+                f" (rounded to {self.tolerance.digits} decimals: {fmt(result.predicted)} vs "
+                f"{fmt(result.reference)})"
+            )
+        return text
+
+    def _sign_note(self, value: float, reference: ObjectiveReference) -> str:
+        if reference.value and self._check(-value, reference).passed:
+            return "; pred = −ref: minimise/maximise confused?"
+        return ""
+
+    def _grade_harness_value(
+        self, harness: float, claimed: float, solve: SolveRecord, reference: ObjectiveReference
+    ) -> Grade:
+        """Grade the harness's re-solve ``harness`` of a claim ``claimed`` that agreed with it."""
+        result = self._check(harness, reference)
+        evidence = self._evidence(
+            harness, solve.status, reference, source="verified", claimed=claimed, solve=solve, result=result
+        )
+        values = self._values(f"{resolver_name(solve)} re-solve", harness, reference, result)
+        claim = (
+            "the program claimed the same"
+            if claimed == harness
+            else f"the program claimed {fmt(claimed)}, within verification's agreement tolerance of it"
+        )
+        if result.passed:
+            reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}; {claim}"
+            return self._grade(Verdict.CORRECT, reason, evidence)
+        reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}"
+        if claimed != harness and self._check(claimed, reference).passed:
+            # What verification's tolerance let through under rule version 1 is named as such.
+            reason += (
+                f"; the program's claim {fmt(claimed)} was close to the harness's value {fmt(harness)} "
+                f"(within verification's agreement tolerance), but {fmt(harness)} is what is graded"
+            )
+        else:
+            reason += f"; {claim}"
+        return self._grade(Verdict.WRONG, reason + self._sign_note(harness, reference), evidence)
+
+    def _grade_claim(
+        self,
+        claimed: float,
+        reference: ObjectiveReference,
+        *,
+        status: SolveStatus | None,
+        source: str,
+        unverified: str,
+        pending: bool,
+        solve: SolveRecord | None = None,
+    ) -> Grade:
+        """Grade a claim the harness has no value for (``unverified`` says why); ``pending``: no
+        re-solve was attempted yet, so a near miss waits for one (step 6)."""
+        result = self._check(claimed, reference)
+        evidence = self._evidence(
+            claimed, status, reference, source=source, claimed=claimed, solve=solve, result=result
+        )
+        what = "printed" if source == "printed" else "the program's claim"
+        values = self._values(what, claimed, reference, result)
+        if result.passed:
+            reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}"
+            if self.count_unverified:
+                return self._grade(
+                    Verdict.CORRECT,
+                    f"{reason}; counted although unverified: {unverified} (the claim is graded: the "
+                    "harness has no value of its own)",
+                    evidence,
+                )
+            return self._grade(
+                Verdict.UNVERIFIED, f"{reason}; not verified by the harness: {unverified}", evidence
+            )
+        reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}"
+        expected = reference.value
+        if (
+            pending
+            and not self.count_unverified
+            and expected is not None
+            and may_pass_when_verified(lambda value: self._check(value, reference).passed, claimed, expected)
+        ):
+            return self._grade(
+                Verdict.UNVERIFIED,
+                f"{reason}, but a re-solve agreeing with the claim could pass: the harness's value "
+                f"decides; not verified by the harness: {unverified}",
+                evidence,
+            )
+        return self._grade(Verdict.WRONG, reason + self._sign_note(claimed, reference), evidence)
 
     def _grade_printed(self, execution: Execution, reference: ObjectiveReference) -> Grade:
         printed = finite_or_none(execution.printed_objective)
@@ -321,64 +438,34 @@ class ToleranceRule:
             return self._grade(
                 Verdict.WRONG,
                 f"printed objective {fmt(printed)}, but the reference is {reference.status.value}",
-                self._evidence(printed, None, reference, source="printed"),
+                self._evidence(printed, None, reference, source="printed", claimed=printed),
             )
-        return self._compare(
+        return self._grade_claim(
             printed,
             reference,
             status=None,
             source="printed",
-            note="; printed output",
             unverified="the value was printed, not observed in a solve",
+            pending=False,
         )
-
-    def _compare(
-        self,
-        predicted: float,
-        reference: ObjectiveReference,
-        *,
-        status: SolveStatus | None,
-        source: str,
-        note: str,
-        verified: float | None = None,
-        unverified: str | None = None,
-    ) -> Grade:
-        expected = reference.value
-        if expected is None:  # excluded by check_reference; kept for the type checker
-            raise GradingError(f"optimal reference without a value (label {reference.label!r})")
-        result = self.tolerance.compare(predicted, expected, label=reference.label)
-        evidence = ObjectiveEvidence(
-            predicted=predicted,
-            predicted_status=status,
-            reference=reference.value,
-            reference_status=reference.status,
-            abs_error=result.abs_error,
-            rel_error=result.rel_error,
-            atol=self.tolerance.atol,
-            rtol=self.tolerance.rtol,
-            digits=self.tolerance.digits,
-            verified_objective=verified,
-            source=source,
-        )
-        values = f"{fmt(result.predicted)} vs reference {fmt(result.reference)}"
-        if self.tolerance.digits is not None:
-            values += f" (rounded to {self.tolerance.digits} decimals)"
-        if result.passed:
-            reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}{note}"
-            return self._passed(reason, evidence, unverified)
-        reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}{note}"
-        if expected != 0 and self.tolerance.compare(-predicted, expected, label=reference.label).passed:
-            reason += "; pred = −ref: minimise/maximise confused?"
-        return self._grade(Verdict.WRONG, reason, evidence)
 
     def _grade_status(self, solve: SolveRecord, reference: ObjectiveReference) -> Grade:
         predicted = solve.status
-        evidence = self._evidence(finite_or_none(solve.objective), predicted, reference)
+        claimed = finite_or_none(solve.objective)
+        evidence = self._evidence(claimed, predicted, reference, claimed=claimed, solve=solve)
         said = f"{solve.library} solve ended {predicted.value}; the reference is {reference.status.value}"
         if predicted is reference.status or (
             reference.status is SolveStatus.INF_OR_UNBD and predicted in NO_FINITE_OPTIMUM
         ):
-            return self._passed(said + _verification(solve), evidence, unverified_reason(solve))
+            why = unverified_reason(solve)
+            if why is None:
+                return self._grade(
+                    Verdict.CORRECT, f"{said}; {resolver_name(solve)} re-solve agrees", evidence
+                )
+            if self.count_unverified:
+                reason = f"{said}; counted although unverified: {why} (the claimed status is graded)"
+                return self._grade(Verdict.CORRECT, reason, evidence)
+            return self._grade(Verdict.UNVERIFIED, f"{said}; not verified by the harness: {why}", evidence)
         if predicted is SolveStatus.INF_OR_UNBD:
             return self._grade(
                 Verdict.NOT_DETERMINABLE,
@@ -392,154 +479,3 @@ def _written_decimals(label: str | None) -> int:
     """Digits after the point in a label as written (``"12.50"`` -> 2; ``"3"``, ``None`` -> 0)."""
     text = (label or "").strip()
     return len(text.split(".", 1)[1]) if "." in text else 0
-
-
-def _verification(solve: SolveRecord) -> str:
-    """Reason suffix naming the harness's re-solve (also in ``ObjectiveEvidence.verified_objective``)."""
-    solver = {"gurobipy": "gurobipy", "scip": "SCIP"}.get(solve.verified_by or "", "HiGHS")
-    if solve.verified_objective is not None:
-        return f"; {solver} re-solve {fmt(solve.verified_objective)}"
-    if solve.verification == "match":
-        return f"; {solver} re-solve agrees"
-    return ""
-
-
-# --------------------------------------------------------------------------- registry factory
-
-
-@dataclass(frozen=True)
-class _Preset:
-    """A tolerance family as registered: its title, defaults and primary key (``None``: no bare
-    value; a family with a primary key requires it)."""
-
-    title: str
-    defaults: Tolerance
-    primary: str | None = None
-    source: str = ""
-
-
-# The peers' own evaluators, at the commit they were read at (the benchmark data are pinned in
-# trex_eval/benchmarks/data_manifest.json; these files are not benchmark data).
-OPTMATH_SOURCE = "optsuite/OptMATH@b797149 eval/executor.py (ResultEvaluator.evaluate_result)"
-MAMO_SOURCE = (
-    "FreedomIntelligence/Mamo@5da0854 scripts/scripts_optimization/mamo_script_optimization/"
-    "3.run_code_comp_optimization.py (compare_output_with_standard)"
-)
-ORTHOUGHT_SOURCE = "ZJU-TSELab/ORThought@ce5dc6b analyze.py (compare_results)"
-
-OPTMATH_CONVERSIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("variable types to integer", ("GRB.CONTINUOUS",), ("GRB.INTEGER",)),
-    ("variable types to continuous", ("GRB.INTEGER",), ("GRB.CONTINUOUS",)),
-    ("strict inequalities to non-strict", (" > ", " < "), (" >= ", " <= ")),
-    ("objective sense to maximise", ("GRB.MINIMIZE",), ("GRB.MAXIMIZE",)),
-    ("objective sense to minimise", ("GRB.MAXIMIZE",), ("GRB.MINIMIZE",)),
-)
-"""OptMATH's conversion fallback (``ScriptExecutor.execute_with_fallback`` of
-:data:`OPTMATH_SOURCE`, with ``_convert_variable_type``, ``_convert_inequality`` and
-``_convert_objective``): (name, texts replaced, replacements), tried in this order; each is
-``str.replace`` of every occurrence, applied to the program as extracted."""
-
-PRESETS: Mapping[str, _Preset] = MappingProxyType(
-    {
-        "strict": _Preset("strict", Tolerance()),
-        "rel": _Preset("relative", Tolerance(rtol=0.0, atol=0.0), primary="rtol"),
-        "abs": _Preset("absolute", Tolerance(rtol=0.0, atol=0.0), primary="atol"),
-        "round": _Preset("rounded", Tolerance(rtol=0.0, atol=0.0), primary="digits"),
-        "orlm": _Preset("ORLM convention", Tolerance(rtol=0.05, atol=0.0, digits=0)),
-        "sirl": _Preset("SIRL convention |Δ|/(|ref|+1)", Tolerance(rtol=1e-6, atol=1e-6)),
-        # OptMATH: round(gt), round(pred), |Δ| / |gt| ≤ 0.05 (|pred| ≤ 0.05 for gt 0: the same).
-        # Its evaluator's conversion fallback (re-running the program with variable types,
-        # strict inequalities or the sense rewritten) is opt-in here: fallback=true.
-        "optmath": _Preset(
-            "OptMATH convention", Tolerance(rtol=0.05, atol=0.0, digits=0), source=OPTMATH_SOURCE
-        ),
-        "mamo": _Preset(
-            "Mamo convention", Tolerance(rtol=1e-4, atol=0.0, label_digits=2), source=MAMO_SOURCE
-        ),
-        "orthought": _Preset(
-            "ORThought convention", Tolerance(rtol=0.0, atol=0.01, exclusive=True), source=ORTHOUGHT_SOURCE
-        ),
-    }
-)
-"""The tolerance families of :mod:`trex_eval.grading.registry`, by name."""
-
-_KEYS = ("rtol", "atol", "digits", "printed", "unverified", "fallback")
-_FALLBACK_FAMILIES = frozenset({"optmath"})
-"""The families whose peer has a conversion fallback (key ``fallback``)."""
-
-
-def build(spec: RuleSpec) -> ToleranceRule:
-    """The registry factory of every tolerance family (keys ``rtol``, ``atol``, ``digits``,
-    ``printed``, ``unverified``, and ``fallback`` for ``optmath``; a bare first value is the
-    family's primary key).
-
-    Raises:
-        ConfigError: a family without a preset, a missing primary value, a bad parameter, or
-            ``fallback`` for a family without one.
-    """
-    preset = PRESETS.get(spec.name)
-    if preset is None:
-        raise ConfigError(f"{spec.name!r} is not a tolerance rule", where=spec.text)
-    values = spec.values(primary=preset.primary, allowed=_KEYS)
-    if preset.primary is not None and preset.primary not in values:
-        raise ConfigError(
-            f"rule {spec.name!r} needs its {preset.primary} value",
-            where=spec.text,
-            hint=f"e.g. {spec.name}:{'2' if preset.primary == 'digits' else '1e-4'}",
-        )
-    defaults = preset.defaults
-    # replace(): a preset's own tests (exclusive bound, label decimals) are kept.
-    tolerance = replace(
-        defaults,
-        rtol=spec.number("rtol", values["rtol"]) if "rtol" in values else defaults.rtol,
-        atol=spec.number("atol", values["atol"]) if "atol" in values else defaults.atol,
-        digits=spec.integer("digits", values["digits"]) if "digits" in values else defaults.digits,
-    )
-    printed = spec.flag("printed", values["printed"]) if "printed" in values else False
-    trusting = spec.flag("unverified", values["unverified"]) if "unverified" in values else False
-    if trusting and spec.name == "strict":
-        raise ConfigError(
-            "strict never counts an unverified claim as correct",
-            where=spec.text,
-            hint="use another family for a convention that trusts the solver, e.g. rel:1e-4,unverified=true",
-        )
-    fallback = spec.flag("fallback", values["fallback"]) if "fallback" in values else False
-    if "fallback" in values and spec.name not in _FALLBACK_FAMILIES:
-        raise ConfigError(
-            f"rule {spec.name!r} has no conversion fallback",
-            where=spec.text,
-            hint="fallback=true is OptMATH's: use optmath:fallback=true",
-        )
-    return ToleranceRule(
-        name=spec.name,
-        tolerance=tolerance,
-        use_printed=printed,
-        count_unverified=trusting,
-        title=preset.title,
-        source=preset.source,
-        conversion_fallback=fallback,
-        parameters=_canonical(
-            tolerance, printed=printed, trusting=trusting, fallback=fallback, preset=preset
-        ),
-    )
-
-
-def _canonical(
-    tolerance: Tolerance, *, printed: bool, trusting: bool, fallback: bool, preset: _Preset
-) -> str:
-    """``key=value`` text of the parameters that differ from the preset (its primary always)."""
-    shown: list[str] = []
-    defaults = preset.defaults
-    if preset.primary == "rtol" or tolerance.rtol != defaults.rtol:
-        shown.append(f"rtol={tolerance.rtol!r}")
-    if preset.primary == "atol" or tolerance.atol != defaults.atol:
-        shown.append(f"atol={tolerance.atol!r}")
-    if preset.primary == "digits" or tolerance.digits != defaults.digits:
-        shown.append(f"digits={tolerance.digits}")
-    if printed:
-        shown.append("printed=true")
-    if trusting:
-        shown.append("unverified=true")
-    if fallback:
-        shown.append("fallback=true")
-    return ",".join(shown)

@@ -14,8 +14,10 @@ of that file it reproduces:
   ``No Best Solution``; both rounded to integers and ``|Δ| ≤ 0.05·|ref|`` (``main``,
   ``--numerical_err_tolerance``); a ``No Best Solution`` label matched only by ``No Best
   Solution``. The answer is read from the sandbox's record of ``model``, not from the printed
-  line, and a passing claim is ``correct`` only when the harness verified the solve
-  (``unverified`` otherwise; ``--rule orlm-compat:unverified=true`` counts those as ORLM does) --
+  line; the number rounded and compared is the harness's re-solve of ``model``'s captured model,
+  which the answer must agree with, so a passing claim is ``correct`` only when the harness
+  verified the solve (``unverified`` otherwise; ``--rule orlm-compat:unverified=true`` counts
+  those as ORLM does, on the answer) --
   the deliberate differences :mod:`.objective` lists, as the ``trex-compat`` protocol reads its
   model from the sandbox's record rather than stdout.
 * limits -- 300 s wall and CPU: ``compile_script``'s default ``timeout=300`` (the scripts' ``--timeout
@@ -29,7 +31,7 @@ prompt (``TEMPLATE_q2mc_en`` of eval/generate.py, asking for coptpy code) -- cho
 set separately -- and the ``reference`` backend has no coptpy answer program, so ``--model
 reference`` scores 0 under this protocol (its gurobipy answers fail at ``COPT``, as upstream).
 Scores under it carry the protocol's name in the manifest and every table, and the rule's spec
-(``orlm-compat@1``) in every grade.
+(``orlm-compat@2``) in every grade.
 """
 
 from __future__ import annotations

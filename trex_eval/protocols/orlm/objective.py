@@ -29,13 +29,18 @@ Deliberate differences (stated in every description):
   (``Execution.bindings``), not parsed from stdout -- as the ``trex-compat`` rule reads its
   model -- so a program that prints its own ``Just print the best solution:`` line first, or
   forges one, is not believed;
-* a claim ORLM would pass is ``correct`` only when the harness checked it: the last solve the
-  hooks observed is ``model``'s (same library, status and objective) and the harness's re-solve
-  of its captured model matched (``verification == "match"``, the project's verification
-  contract); otherwise the verdict is ``unverified`` and the reason says why (``No Best
-  Solution`` for a model that was never solved has nothing to verify). A re-solve that
-  contradicts the claim is ``wrong``. ``unverified=true`` counts such claims as ``correct``, for
-  ORLM's numbers exactly; the reason still says so;
+* the number compared is the **harness's**: when the last solve the hooks observed is
+  ``model``'s (same library, status and objective) and the harness's re-solve of its captured
+  model matched it (``verification == "match"``, the project's verification contract), that
+  re-solve's objective is rounded and compared, not the program's (which only had to agree with
+  it within verification's tolerance; a claim ORLM would pass whose re-solve misses is
+  ``wrong``, the reason saying so). Without such a value a claim ORLM would pass is
+  ``unverified`` and the reason says why (``No Best Solution`` for a model that was never solved
+  has nothing to verify); a miss is ``wrong`` unless no re-solve was attempted yet and one
+  agreeing with the claim could still pass (``unverified``: the grading step re-solves it). A
+  re-solve that contradicts the claim is ``wrong``. ``unverified=true`` counts a passing claim
+  without a harness value as ``correct``, for ORLM's numbers exactly; the reason says the claim
+  was graded unverified;
 * environment failures (``licence_error``, ``needs_gurobi``, ``not_run``) keep their own
   verdicts instead of scoring as an error;
 * a label ``float()`` cannot read (ORLM's script would crash) is compared by its parsed value,
@@ -54,6 +59,9 @@ from trex_eval.grading.objective.base import (
     failure_detail,
     failure_verdict,
     fmt,
+    harness_objective,
+    may_pass_when_verified,
+    resolver_name,
     rule_spec,
     unverified_reason,
 )
@@ -65,12 +73,15 @@ from trex_eval.records import (
     ModelBinding,
     ObjectiveEvidence,
     ObjectiveReference,
+    SolveRecord,
     SolveStatus,
     Verdict,
     finite_or_none,
 )
 
-ORLM_COMPAT_VERSION = "1"
+ORLM_COMPAT_VERSION = "2"
+"""2: the harness's re-solve of ``model`` is rounded and compared, not the program's answer (1
+compared the answer once the re-solve agreed with it within verification's tolerance)."""
 ORLM_TOLERANCE = 0.05
 """ORLM's ``--numerical_err_tolerance`` default (the pass@1 scripts keep it)."""
 MODEL_NAME = "model"
@@ -140,10 +151,11 @@ class OrlmCompatRule:
         text = (
             f"ORLM harness: module-level coptpy `model` at COPT.OPTIMAL (else 'No Best Solution'), "
             f"both rounded to integers, |Δ| ≤ {self.tolerance:g}·|ref|; read from the sandbox's record "
-            f"of `model`, not its printed line"
+            f"of `model`, not its printed line; the value compared is the harness's re-solve of "
+            f"`model`'s captured matrix (the answer must agree with it)"
         )
         if self.count_unverified:
-            text += "; claims the harness could not verify count as correct"
+            text += "; claims the harness could not verify count as correct, graded as answered"
         else:
             text += "; correct only when the harness verified the solve"
         return f"{text} (source: {SOURCE})"
@@ -167,41 +179,109 @@ class OrlmCompatRule:
         binding = next((b for b in execution.bindings if b.name == MODEL_NAME), None)
         if binding is None:
             return self._grade(Verdict.WRONG, "no module-level `model`: ORLM's appended lines cannot run")
-        predicted = orlm_answer(binding)
+        answer = orlm_answer(binding)
         label = orlm_label(reference)
         said = (
-            f"Just print the best solution: {fmt(predicted)}"
-            if isinstance(predicted, float)
+            f"Just print the best solution: {fmt(answer)}"
+            if isinstance(answer, float)
             else f"`model` ({binding.library}, {binding.raw_status or 'no status'}): {NO_BEST_SOLUTION}"
         )
         expected = label if isinstance(label, str) else fmt(label)
-        evidence = self._evidence(execution, binding, reference, predicted, label)
-        rounded = ""
-        if isinstance(predicted, float) and isinstance(label, float):
-            gt, pred = round(label), round(predicted)
-            test = f"|Δ|/|gt| {abs(pred - gt) / abs(gt):.3g}" if gt else f"|pred| {abs(pred)}"
-            rounded = f" (rounded: {pred} vs {gt}, {test}, tolerance {self.tolerance:g})"
-        if not orlm_match(predicted, label, self.tolerance):
-            return self._grade(Verdict.WRONG, f"{said} vs label {expected}: no match{rounded}", evidence)
+        solve = _models_solve(execution, binding)
+        if isinstance(answer, float) and solve is not None:
+            if solve.verification == "mismatch":
+                return self._grade(
+                    Verdict.WRONG,
+                    f"{said}, but the harness's {resolver_name(solve)} re-solve of the captured model "
+                    f"gives {fmt(solve.verified_objective)}: the reported result is not the model's",
+                    self._evidence(binding, reference, answer, label, solve=solve),
+                )
+            harness = harness_objective(solve)
+            if harness is not None:
+                return self._grade_harness_value(
+                    harness, answer, solve, binding, reference, label=label, said=said
+                )
+        evidence = self._evidence(binding, reference, answer, label, solve=execution.last_solve)
+        rounded = self._rounded(answer, label)
+        if not orlm_match(answer, label, self.tolerance):
+            reason = f"{said} vs label {expected}: no match{rounded}"
+            if (
+                isinstance(answer, float)
+                and isinstance(label, float)
+                and solve is not None
+                and solve.verification is None
+                and not self.count_unverified
+                and may_pass_when_verified(lambda v: orlm_match(v, label, self.tolerance), answer, label)
+            ):
+                return self._grade(
+                    Verdict.UNVERIFIED,
+                    f"{reason}, but a re-solve agreeing with the answer could match: the harness's value "
+                    f"decides; not verified by the harness: no re-solve was run",
+                    evidence,
+                )
+            return self._grade(Verdict.WRONG, reason, evidence)
         reason = f"{said} vs label {expected}: match{rounded}"
-        return self._checked(execution, binding, reason, evidence)
+        return self._checked(execution, binding, reason, evidence, numeric=isinstance(answer, float))
 
     # ----------------------------------------------------------------------- helpers
 
-    def _checked(
-        self, execution: Execution, binding: ModelBinding, reason: str, evidence: ObjectiveEvidence
+    def _rounded(self, value: float | str, label: float | str) -> str:
+        """The reason's note on the rounded comparison (empty unless both are numbers)."""
+        if not (isinstance(value, float) and isinstance(label, float)):
+            return ""
+        gt, pred = round(label), round(value)
+        test = f"|Δ|/|gt| {abs(pred - gt) / abs(gt):.3g}" if gt else f"|pred| {abs(pred)}"
+        return f" (rounded: {pred} vs {gt}, {test}, tolerance {self.tolerance:g})"
+
+    def _grade_harness_value(
+        self,
+        harness: float,
+        answer: float,
+        solve: SolveRecord,
+        binding: ModelBinding,
+        reference: ObjectiveReference,
+        *,
+        label: float | str,
+        said: str,
     ) -> Grade:
-        """``correct`` when the last solve is ``model``'s and the harness's re-solve matched it;
-        ``wrong`` when the re-solve contradicts it; else ``unverified`` (or ``correct`` saying so)."""
+        """Compare the harness's re-solve ``harness`` of ``model`` (whose ``answer`` agreed with it)
+        with ``label`` as ORLM reads it."""
+        expected = label if isinstance(label, str) else fmt(label)
+        evidence = self._evidence(binding, reference, harness, label, solve=solve, source="verified")
+        graded = f"{said}; graded: the harness's {resolver_name(solve)} re-solve {fmt(harness)}"
+        rounded = self._rounded(harness, label)
+        if orlm_match(harness, label, self.tolerance):
+            agrees = "" if answer == harness else " within verification's agreement tolerance"
+            return self._grade(
+                Verdict.CORRECT,
+                f"{graded} vs label {expected}: match{rounded}; re-solve agrees with the answer{agrees}",
+                evidence,
+            )
+        reason = f"{graded} vs label {expected}: no match{rounded}"
+        if answer != harness and orlm_match(answer, label, self.tolerance):
+            reason += (
+                f"; the program's answer {fmt(answer)} was close to the harness's value {fmt(harness)} "
+                f"(within verification's agreement tolerance), but {fmt(harness)} is what is graded"
+            )
+        return self._grade(Verdict.WRONG, reason, evidence)
+
+    def _checked(
+        self,
+        execution: Execution,
+        binding: ModelBinding,
+        reason: str,
+        evidence: ObjectiveEvidence,
+        *,
+        numeric: bool,
+    ) -> Grade:
+        """A matching answer without a harness value: ``correct`` for a status the re-solve agreed
+        with; ``wrong`` when the re-solve contradicts it; else ``unverified`` (or ``correct``
+        saying so). ``numeric``: the answer is a number (a match then needs the re-solve's value)."""
         solve = execution.last_solve
         why: str | None
         if solve is None:
             why = "no solve was observed: `model` was never solved"
-        elif (
-            solve.library != binding.library
-            or solve.status is not binding.status
-            or finite_or_none(solve.objective) != finite_or_none(binding.objective)
-        ):
+        elif _models_solve(execution, binding) is None:
             why = (
                 f"the last solve ({solve.library}, {solve.status.value}, {fmt(solve.objective)}) is not "
                 f"`model`'s ({binding.library}, {binding.status.value if binding.status else 'none'}, "
@@ -216,27 +296,39 @@ class OrlmCompatRule:
             )
         else:
             why = unverified_reason(solve)
+            if why is None and numeric:
+                # A "match" without a value cannot come from the harness's re-solve of an optimum.
+                why = "the re-solve that agreed recorded no objective"
             if why is None:
                 return self._grade(Verdict.CORRECT, f"{reason}; re-solve agrees", evidence)
         if self.count_unverified:
-            return self._grade(Verdict.CORRECT, f"{reason}; counted although unverified: {why}", evidence)
+            return self._grade(
+                Verdict.CORRECT,
+                f"{reason}; counted although unverified: {why} (the answer is graded: the harness has "
+                "no value of its own)",
+                evidence,
+            )
         return self._grade(Verdict.UNVERIFIED, f"{reason}; not verified by the harness: {why}", evidence)
 
     def _evidence(
         self,
-        execution: Execution,
         binding: ModelBinding,
         reference: ObjectiveReference,
         predicted: float | str,
         label: float | str,
+        *,
+        solve: SolveRecord | None,
+        source: str | None = None,
     ) -> ObjectiveEvidence:
+        """``predicted`` is the value compared (the harness's re-solve, or ``model``'s answer), the
+        claim ``binding``'s objective, ``solve`` the last solve (its re-solve's value is shown)."""
         abs_error = rel_error = None
         if isinstance(predicted, float) and isinstance(label, float):
             abs_error = float(abs(round(predicted) - round(label)))
             rel_error = abs_error / abs(round(label)) if round(label) else None
-        solve = execution.last_solve
+        claimed = finite_or_none(binding.objective)
         return ObjectiveEvidence(
-            predicted=finite_or_none(binding.objective),
+            predicted=predicted if isinstance(predicted, float) else claimed,
             predicted_status=binding.status,
             reference=reference.value,
             reference_status=reference.status,
@@ -246,11 +338,26 @@ class OrlmCompatRule:
             rtol=self.tolerance,
             digits=0,
             verified_objective=solve.verified_objective if solve is not None else None,
-            source=f"binding:{binding.name}",
+            source=source or f"binding:{binding.name}",
+            claimed=claimed,
         )
 
     def _grade(self, verdict: Verdict, reason: str, evidence: ObjectiveEvidence | None = None) -> Grade:
         return Grade(verdict=verdict, rule=self.spec, reason=reason, evidence=evidence)
+
+
+def _models_solve(execution: Execution, binding: ModelBinding) -> SolveRecord | None:
+    """The last solve when it is ``binding``'s (same library, status and objective), else ``None``:
+    only that solve's re-solve speaks for ``model``."""
+    solve = execution.last_solve
+    if (
+        solve is None
+        or solve.library != binding.library
+        or solve.status is not binding.status
+        or finite_or_none(solve.objective) != finite_or_none(binding.objective)
+    ):
+        return None
+    return solve
 
 
 def _failure(execution: Execution) -> str:
