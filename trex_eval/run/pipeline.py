@@ -38,7 +38,7 @@ from trex_eval.backends.base import Backend, GenerationRequest, create_backend
 from trex_eval.backends.endpoints import endpoint_summary
 from trex_eval.benchmarks import Benchmark, load_benchmark
 from trex_eval.errors import BenchmarkError, ConfigError, StoreError
-from trex_eval.grading import get_rule, superseded
+from trex_eval.grading import get_rule
 from trex_eval.grading.lp import parse_lp
 from trex_eval.prompting.fewshot import FewShotPool, PoolItem, SelectionPolicy, retrieval_text, select
 from trex_eval.prompting.render import UPSTREAM_SET, FewShotExample, PromptRenderer
@@ -62,7 +62,7 @@ from trex_eval.report.summary import RunSummary, render_summary_markdown, summar
 from trex_eval.run import provenance
 from trex_eval.run.progress import RunProgress
 from trex_eval.run.repair import FEEDBACK_MODES, RepairTemplate, conversation, repair_need
-from trex_eval.run.spec import RunOptions, RunSpec, settings_diff
+from trex_eval.run.spec import RunOptions, RunSpec, settings_diff, superseded_rule
 from trex_eval.sandbox import SandboxLimits, SandboxPool, warm_up_verification
 from trex_eval.store import (
     COMPLETIONS,
@@ -128,15 +128,14 @@ def resume_spec(run_dir: Path) -> RunSpec:
             trex-eval no longer implements (resuming would mix two rules' grades in one run).
     """
     settings = RunStore(run_dir).read_manifest().settings
-    for entry in settings.benchmarks:
-        current = superseded(entry.rule)
-        if current is not None:
-            raise StoreError(
-                f"{run_dir} graded {entry.name} under {entry.rule}; this trex-eval implements "
-                f"{current}, which decides differently, so the run cannot be continued",
-                hint=f"re-grade it into a new directory (stored executions are reused): "
-                f"trex-eval grade {run_dir} --rule {current} --out NEW_DIR",
-            )
+    old = superseded_rule(settings)
+    if old is not None:
+        raise StoreError(
+            f"{run_dir} graded {old.benchmark} under {old.recorded}; this trex-eval implements "
+            f"{old.current}, which decides differently, so the run cannot be continued",
+            hint=f"re-grade it into a new directory (stored executions are reused): "
+            f"trex-eval grade {run_dir} --rule {old.current} --out NEW_DIR",
+        )
     return RunSpec.from_settings(settings)
 
 

@@ -29,10 +29,10 @@ from trex_eval.backends.base import BackendSpec
 from trex_eval.backends.replay import ReplayOptions, load_index
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
-from trex_eval.grading import get_rule, superseded
+from trex_eval.grading import get_rule
 from trex_eval.records import GraderKind, SamplingParams
 from trex_eval.run import pipeline
-from trex_eval.run.spec import RunOptions, RunSpec
+from trex_eval.run.spec import RunOptions, RunSpec, superseded_rule
 from trex_eval.store import COMPLETIONS, MANIFEST, RunSettings, RunStore
 
 LEADERBOARD_MD = "leaderboard.md"
@@ -145,14 +145,13 @@ def _check_recorded_rules(source: Path, settings: RunSettings) -> None:
         ConfigError: a benchmark was graded under a rule version this trex-eval no longer
             implements; the hint names the rule as it is now.
     """
-    for entry in settings.benchmarks:
-        current = superseded(entry.rule)
-        if current is not None:
-            raise ConfigError(
-                f"{source} graded {entry.name} under {entry.rule}, which this trex-eval no longer "
-                f"implements ({current} decides differently)",
-                hint=f"name the rule to re-grade under: --rule {current}",
-            )
+    old = superseded_rule(settings)
+    if old is not None:
+        raise ConfigError(
+            f"{source} graded {old.benchmark} under {old.recorded}, which this trex-eval no longer "
+            f"implements ({old.current} decides differently)",
+            hint=f"name the rule to re-grade under: --rule {old.current}",
+        )
 
 
 def _replay_of_run(source: Path, settings: RunSettings) -> BackendSpec:

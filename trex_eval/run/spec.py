@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trex_eval.backends.base import BackendSpec
+from trex_eval.grading.registry import superseded
 from trex_eval.protocols import DEFAULT_PROTOCOL, get_protocol
 from trex_eval.records import FewShotStrategy, GurobiPolicy
 from trex_eval.sandbox import SandboxLimits
@@ -189,3 +190,22 @@ def _diff(old: object, new: object, path: str, changes: list[str]) -> None:
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True)
+class SupersededRule:
+    """A benchmark of a stored run graded under a rule version this trex-eval no longer
+    implements: the benchmark, the rule as recorded, the rule as it is now."""
+
+    benchmark: str
+    recorded: str
+    current: str
+
+
+def superseded_rule(settings: RunSettings) -> SupersededRule | None:
+    """The first benchmark of ``settings`` whose rule version is superseded, or None."""
+    for entry in settings.benchmarks:
+        current = superseded(entry.rule)
+        if current is not None:
+            return SupersededRule(entry.name, entry.rule, current)
+    return None

@@ -54,9 +54,9 @@ class JobPlan(NamedTuple):
         job_uid: unprivileged uid (and gid) to switch to, or None to keep the worker's.
         gurobi: ``"real"`` or ``"highs"``; ``highs_package`` is the gurobipy_highs folder.
         worker_pid: the forking zygote (the job dies with it).
-        own_proc: mount options of the ``/proc`` the job mounts for itself in a mount namespace
-            of its own (it then sees only its own processes, numbered from 1, and none of the
-            machine's counters), or None to keep the worker's.
+        own_proc: mount options of the ``/proc`` the job mounts for itself over the worker's (it
+            then sees only its own processes, numbered from 1, and none of the machine's
+            counters), or None to keep the worker's.
     """
 
     workdir: str
@@ -121,16 +121,16 @@ def confine(plan: JobPlan) -> None:
 
 
 def own_proc(options: str) -> None:
-    """Enter a mount namespace of this process's own and mount a ``/proc`` of its PID namespace
-    there (``options``: e.g. ``subset=pid``, which leaves out the machine-wide files, such as
-    ``/proc/stat``'s count of every process ever forked, through which one job could signal a
-    later one). Propagation is made private first, so nothing mounted here reaches the worker.
+    """Mount a ``/proc`` of this process's PID namespace over the worker's (``options``: e.g.
+    ``subset=pid``, which leaves out the machine-wide files, such as ``/proc/stat``'s count of
+    every process ever forked, through which one job could signal a later one). In the worker's
+    mount namespace, not one of the job's own (copying the mount table for every job cost 0.45 ms):
+    the supervisor reads its own ``/proc`` through a descriptor and detaches this one after the job
+    (``jobfs``); the program itself can mount nothing (seccomp).
 
     Raises:
         OSError: the kernel refused (the worker checked at start-up that it does not).
     """
-    native.unshare(native.CLONE_NEWNS)
-    native.mount("", "/", "", native.MS_REC | native.MS_PRIVATE)
     native.mount("proc", "/proc", "proc", native.MS_NOSUID | native.MS_NODEV | native.MS_NOEXEC, options)
 
 

@@ -15,6 +15,7 @@ import sys
 
 from . import native
 from .contract import WorkerConfig
+from .processes import pin_proc
 
 
 class Confinement:
@@ -246,33 +247,41 @@ the plain mount at least hides the worker's processes and numbers the job's from
 
 
 def probe_own_proc(confinement: Confinement) -> None:
-    """Find whether a job can enter a mount namespace of its own and mount a ``/proc`` there
-    (tried by a child that does what a job will: a fresh PID namespace where the worker gives one,
-    then :func:`.child.own_proc`); sets ``confinement.own_proc`` to the options that worked."""
+    """Find whether a job can mount a ``/proc`` of its own (tried by a child that does what a job
+    will: a fresh PID namespace, then :func:`.child.own_proc`); sets ``confinement.own_proc`` to
+    the options that worked. Without a PID namespace per job a ``/proc`` would show the worker's."""
     from .child import own_proc
 
+    if confinement.pid_namespace_fd is None:
+        confinement.notes.append("no /proc of its own per job: no PID namespace per job")
+        return
     for options in _OWN_PROC_OPTIONS:
-        namespace_fd = confinement.pid_namespace_fd
-        if namespace_fd is not None:
-            native.unshare(native.CLONE_NEWPID)
-        try:
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    own_proc(options)
-                    os._exit(0 if os.path.exists("/proc/self/status") else 1)
-                except BaseException:
-                    os._exit(1)
-        finally:
-            if namespace_fd is not None:
-                native.setns(namespace_fd, native.CLONE_NEWPID)
+        pid = native.fork_into_pid_namespace(confinement.pid_namespace_fd)
+        if pid == 0:
+            try:
+                own_proc(options)
+                os._exit(0 if os.path.exists("/proc/self/status") else 1)
+            except BaseException:
+                os._exit(1)
         _, status = os.waitpid(pid, 0)
+        detach_job_proc()
         if os.waitstatus_to_exitcode(status) == 0:
             confinement.own_proc = options
             return
     confinement.notes.append(
         "no /proc of its own per job: jobs see the worker's /proc (its processes and the machine's counters)"
     )
+
+
+def detach_job_proc() -> None:
+    """Detach every ``/proc`` a job mounted over the worker's (the pinned one, see
+    ``processes.pin_proc``, is told by its device number); OSError if one stays."""
+    worker = os.fstat(pin_proc()).st_dev
+    for _ in range(8):
+        if os.stat("/proc").st_dev == worker:
+            return
+        native.detach("/proc")
+    raise OSError(0, "a job's /proc could not be detached")
 
 
 def open_pid_counter(confinement: Confinement) -> None:

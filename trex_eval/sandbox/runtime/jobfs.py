@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from . import native
+from .confinement import detach_job_proc
 from .contract import JOB_DIR, TMP_DIR, WorkerConfig
 from .workdir import wipe
 
@@ -97,9 +98,13 @@ class JobFileSystems:
     def close(self) -> list[str]:
         """Detach the job's file systems (or wipe its directories); what could not be undone
         (empty when all went: otherwise the worker must not serve again)."""
-        if not self.fresh:
-            return wipe(self.workdir, self.tmpdir, self.config.wipe, self.keep)
         problems = []
+        try:
+            detach_job_proc()
+        except OSError as error:
+            problems.append(str(error))
+        if not self.fresh:
+            return [*problems, *wipe(self.workdir, self.tmpdir, self.config.wipe, self.keep)]
         while self._mounted:
             path = self._mounted.pop()
             try:

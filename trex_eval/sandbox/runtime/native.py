@@ -153,3 +153,20 @@ def wait4_into(pid: int, status: ctypes.c_int, rusage: ctypes.Array[ctypes.c_cha
         err = ctypes.get_errno()
         if err != errno.EINTR:
             raise OSError(err, f"wait4: {os.strerror(err)}")
+
+
+def fork_into_pid_namespace(namespace_fd: int | None) -> int:
+    """``os.fork()``, the child the first process of a fresh PID namespace when ``namespace_fd``
+    (this process's own PID namespace, open) is given; this process's children are again born in
+    its own namespace afterwards (the child keeps the new one for its own children)."""
+    if namespace_fd is None:
+        return os.fork()
+    unshare(CLONE_NEWPID)
+    try:
+        pid = os.fork()
+    except BaseException:
+        setns(namespace_fd, CLONE_NEWPID)
+        raise
+    if pid:
+        setns(namespace_fd, CLONE_NEWPID)
+    return pid

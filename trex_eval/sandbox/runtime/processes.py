@@ -1,5 +1,10 @@
-"""The worker's view of the processes below it, read from ``/proc``: who descends from a job, and
-the sweep that kills and reaps them where no per-job PID namespace does it."""
+"""The worker's view of the processes below it, read from its own ``/proc``: who descends from a
+job, and the sweep that kills and reaps them where no per-job PID namespace does it.
+
+A job mounts a ``/proc`` of its own PID namespace over the worker's while it runs (see
+``child.own_proc``), so the supervisor reads its ``/proc`` through a descriptor taken at start-up
+(:func:`pin_proc`), never by the path.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +13,61 @@ import os
 import signal
 import time
 
+_proc_fd: int | None = None
+
+
+def pin_proc() -> int:
+    """Open (once) and return a descriptor on the ``/proc`` this process sees now: every read of
+    this module goes through it."""
+    global _proc_fd
+    if _proc_fd is None:
+        _proc_fd = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return _proc_fd
+
+
+def proc_read(relative: str) -> bytes | None:
+    """The contents of ``/proc/<relative>`` of the pinned ``/proc`` (None if it cannot be read)."""
+    try:
+        fd = os.open(relative, os.O_RDONLY | os.O_CLOEXEC, dir_fd=pin_proc())
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def proc_listdir(relative: str = ".") -> list[str]:
+    """The entries of ``/proc/<relative>`` of the pinned ``/proc`` (empty if it cannot be read)."""
+    try:
+        fd = os.open(relative, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=pin_proc())
+    except OSError:
+        return []
+    try:
+        return os.listdir(fd)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+
 
 def _processes() -> dict[int, int]:
-    """pid -> parent pid of every process visible in /proc."""
+    """pid -> parent pid of every process visible in the pinned /proc."""
     table = {}
-    for entry in os.listdir("/proc"):
+    for entry in proc_listdir():
         if not entry.isdigit():
             continue
+        found = proc_read(f"{entry}/stat")
         try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-            table[int(entry)] = int(fields[1])
-        except (OSError, IndexError, ValueError):
+            table[int(entry)] = int(found.rsplit(b")", 1)[1].split()[1]) if found else -1
+        except (IndexError, ValueError):
             continue
-    return table
+    return {pid: parent for pid, parent in table.items() if parent >= 0}
 
 
 def descendants(root: int) -> list[int]:

@@ -42,7 +42,7 @@ from .confinement import (
 )
 from .contract import WorkerConfig
 from .jobfs import JobFileSystems
-from .processes import sweep_descendants
+from .processes import pin_proc, sweep_descendants
 from .supervise import CpuCounter, DiskWatch, Watch, watch
 from .warming import Demand
 from .zygote import Zygote, ZygoteFacts, ZygoteGone
@@ -51,6 +51,7 @@ from .zygote import Zygote, ZygoteFacts, ZygoteGone
 def main(argv: list[str]) -> int:
     config = WorkerConfig.from_json(argv[0])
     proto_in, proto_out = take_protocol_descriptors()
+    pin_proc()
     if config.parent_pid is not None:
         native.prctl(native.PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != config.parent_pid:

@@ -31,7 +31,7 @@ import time
 from typing import Any, NamedTuple
 
 from .contract import real_time_cap_s
-from .processes import descendants, kill_quietly
+from .processes import descendants, kill_quietly, proc_listdir, proc_read
 
 TICK_S = 0.02
 SAMPLE_S = 0.25
@@ -73,14 +73,6 @@ class CpuCounter:
             return None
 
 
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
 class Sampler:
     """CPU received and starvation of the process tree under ``pid`` (see the module docstring)."""
 
@@ -100,7 +92,7 @@ class Sampler:
         cpu_ticks = 0
         waits: dict[int, int] = {}
         for pid in (self.pid, *descendants(self.pid)):
-            stat = _read(f"/proc/{pid}/stat")
+            stat = proc_read(f"{pid}/stat")
             if stat is None:
                 continue
             fields = stat.rsplit(b")", 1)[-1].split()
@@ -108,12 +100,8 @@ class Sampler:
                 cpu_ticks += sum(int(value) for value in fields[11:15])
             except ValueError:
                 continue
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
-                found = _read(f"/proc/{pid}/task/{tid}/schedstat")
+            for tid in proc_listdir(f"{pid}/task"):
+                found = proc_read(f"{pid}/task/{tid}/schedstat")
                 parts = found.split() if found else []
                 if len(parts) >= 2 and parts[1].isdigit():
                     waits[int(tid)] = int(parts[1])

@@ -39,6 +39,7 @@ from . import child, hooks, native, warming
 from .channel import ResultChannel
 from .contract import JOB_DIR, PROGRAM_FILE, TMP_DIR, WorkerConfig
 from .imports import PostImportHooks
+from .processes import proc_read
 
 _MESSAGE_BYTES = 1 << 16
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -51,7 +52,7 @@ class ZygoteFacts:
         self.pid_namespace_fd = pid_namespace_fd
         self.job_uid = job_uid
         self.own_proc = own_proc
-        """Mount options of the ``/proc`` each job mounts in a mount namespace of its own, or None
+        """Mount options of the ``/proc`` each job mounts over the worker's for itself, or None
         where the worker found that jobs cannot (they then see the worker's ``/proc``)."""
 
 
@@ -167,22 +168,15 @@ def _fork(order: dict[str, Any], fds: list[int], config: WorkerConfig, facts: Zy
         worker_pid=os.getpid(),
         own_proc=facts.own_proc,
     )
-    namespace_fd = facts.pid_namespace_fd
     sys.stdout.flush()
     sys.stderr.flush()
-    if namespace_fd is not None:
-        native.unshare(native.CLONE_NEWPID)
-    try:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                child.run(plan)
-            finally:
-                # Whatever escapes the job must not unwind into the zygote's loop.
-                os._exit(child.SETUP_FAILED_EXIT)
-    finally:
-        if namespace_fd is not None:
-            native.setns(namespace_fd, native.CLONE_NEWPID)
+    pid = native.fork_into_pid_namespace(facts.pid_namespace_fd)
+    if pid == 0:
+        try:
+            child.run(plan)
+        finally:
+            # Whatever escapes the job must not unwind into the zygote's loop.
+            os._exit(child.SETUP_FAILED_EXIT)
     return pid
 
 
@@ -264,8 +258,7 @@ class Zygote:
 
 def _pidfd_pid(pidfd: int) -> int:
     """The pid a pidfd refers to, in this process's PID namespace (its ``fdinfo``)."""
-    with open(f"/proc/self/fdinfo/{pidfd}", "rb") as handle:
-        for line in handle:
-            if line.startswith(b"Pid:"):
-                return int(line.split()[1])
+    for line in (proc_read(f"self/fdinfo/{pidfd}") or b"").splitlines():
+        if line.startswith(b"Pid:"):
+            return int(line.split()[1])
     raise ZygoteGone("a job's pidfd names no process")
