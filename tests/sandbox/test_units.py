@@ -55,6 +55,22 @@ def test_frames_round_trip_through_a_pipe() -> None:
     assert received == message
 
 
+def test_what_a_program_wrote_travels_as_raw_bytes_not_six_times_larger() -> None:
+    """The attack: NULs in the result channel took six bytes each in the JSON reply (``\\u0000``),
+    so two such jobs took the harness to 568 MiB. Byte fields travel beside the JSON, as they are."""
+    written = b"\0" * (4 << 20) + b"\x01\x1b\xff"
+    frame = framing.encode(
+        {"id": "x", "files": [{"name": "m.lp"}]}, {"channel": written, "file:0": b"\0" * 10}
+    )
+
+    assert len(frame) < len(written) + 200
+    decoded = framing.decode_body(frame[framing.HEADER_BYTES :])
+    assert decoded["channel"] == written and decoded["file:0"] == b"\0" * 10
+    assert decoded["id"] == "x" and decoded["files"] == [{"name": "m.lp"}]
+    with pytest.raises(framing.FrameError):
+        framing.decode_body(frame[framing.HEADER_BYTES : -5])  # a byte field cut short
+
+
 def test_the_view_binds_what_is_exposed_and_creates_its_parents_traversable() -> None:
     # Not tmp_path: pytest's base directory is private (0700), which the view must not copy.
     root = tempfile.mkdtemp()
