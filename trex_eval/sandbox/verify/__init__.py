@@ -35,19 +35,24 @@ re-solve is bounded before it starts and while it runs:
   re-solve is linear in a capped size (NumPy, or Python loops over capped lists); nothing is
   sized ``num_vars`` squared: Hessians stay sparse, and the convexity check puts only the used
   columns of one connected block at a time in a dense matrix, up to
-  :data:`DENSE_CONVEXITY_LIMIT` columns (a larger block goes to SCIP, not shown convex);
+  :data:`DENSE_CONVEXITY_LIMIT` columns (a larger block goes to SCIP, not shown convex). Two
+  limits of a solver's own, measured where its time limit does not hold: a QP over more than
+  :data:`HIGHS_QP_MAX_COLUMNS` columns goes to SCIP instead of HiGHS, and SCIP is not given
+  more than :data:`SCIP_MAX_QUADRATIC_TERMS` quadratic terms;
 * time: the limit a re-solve is given covers reading the model, building it for the solver and
   the solve. The build checks the clock between steps of at most :data:`BUILD_STEP` entries and
   hands the solver only what is left; a build that runs past the limit stops, ``"skipped: <step>
   ran past the re-solve's <limit> s time limit (...)"``, as does a wait for another thread's
   solve of the same model. What can still run past the limit: one build step, one call that
-  hands a solver whole arrays, and what a solver does between its own clock checks.
+  hands a solver whole arrays, and what a solver does between its own clock checks (the two
+  solver limits above keep those measured overruns under about a second or two).
 
 **Which solver.** A gurobipy claim is re-solved with gurobipy in the parent when gurobipy is
 licensed there (the same solver: 3-100x faster than HiGHS on the B4O MILPs, and it handles every
 quadratic kind); a model too large for its licence falls back to the rest of the list. Otherwise
-linear models and MILPs go to HiGHS, convex continuous QPs to HiGHS's QP solver, and everything
-else quadratic (MIQP, QCP, non-convex or not shown convex) to SCIP through pyscipopt.
+linear models and MILPs go to HiGHS, convex continuous QPs (up to :data:`HIGHS_QP_MAX_COLUMNS`
+columns) to HiGHS's QP solver, and everything else quadratic (MIQP, QCP, larger QPs, non-convex
+or not shown convex) to SCIP through pyscipopt.
 
 Verdicts are remembered (LRU, :data:`CACHE_SIZE` models) under a key of the model's numbers
 only, without its names: samples of one problem, and twin problems worded differently, often
@@ -88,7 +93,9 @@ from .choice import verify_solve as verify_solve
 from .gurobi import gurobi_available as gurobi_available
 from .gurobi import resolve_with_gurobi as resolve_with_gurobi
 from .gurobi import warm_up as warm_up
+from .highs import HIGHS_QP_MAX_COLUMNS as HIGHS_QP_MAX_COLUMNS
 from .highs import resolve_with_highs as resolve_with_highs
+from .scip import SCIP_MAX_QUADRATIC_TERMS as SCIP_MAX_QUADRATIC_TERMS
 from .scip import resolve_with_scip as resolve_with_scip
 from .scip import scip_available as scip_available
 from .views import CONVEXITY_TOL as CONVEXITY_TOL

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from ...records import Execution, LinearModel, SolveRecord, SolveStatus
 from .base import Deadline, OutOfTime, Resolve, Unsolvable
 from .gurobi import gurobi_available, solve_gurobi
-from .highs import solve_highs
+from .highs import HIGHS_QP_MAX_COLUMNS, solve_highs
 from .scip import solve_scip
 from .views import ModelView, convex_objective, model_view, size_problem, view_key
 
@@ -49,13 +49,14 @@ def model_key(model: LinearModel) -> bytes:
 
 def _open_choice(view: ModelView, deadline: Deadline) -> Callable[[ModelView, Deadline], Resolve]:
     """The solver without a licence for ``view``: HiGHS for linear models, MILPs and convex
-    continuous QPs, SCIP for the rest (MIQP, quadratic constraints, non-convex or not shown
-    convex: see :func:`~.views.convex_objective`)."""
+    continuous QPs of at most :data:`~.highs.HIGHS_QP_MAX_COLUMNS` columns, SCIP for the rest
+    (MIQP, quadratic constraints, larger QPs, non-convex or not shown convex: see
+    :func:`~.views.convex_objective`)."""
     if view.q_rows:
         return solve_scip
     if not len(view.hessian):
         return solve_highs
-    if view.integral:
+    if view.integral or view.n > HIGHS_QP_MAX_COLUMNS:
         return solve_scip
     return solve_highs if convex_objective(view, deadline) else solve_scip
 
