@@ -49,7 +49,8 @@ re-solve is bounded before it starts and while it runs:
 
 **Which solver.** A gurobipy claim is re-solved with gurobipy in the parent when gurobipy is
 licensed there (the same solver: 3-100x faster than HiGHS on the B4O MILPs, and it handles every
-quadratic kind); a model too large for its licence falls back to the rest of the list. Otherwise
+quadratic kind); a model too large for its licence falls back to the rest of the list (under
+the size-limited pip licence, before it is built: :data:`LIMITED_VARIABLES`). Otherwise
 linear models and MILPs go to HiGHS, convex continuous QPs (up to :data:`HIGHS_QP_MAX_COLUMNS`
 columns) to HiGHS's QP solver, and everything else quadratic (MIQP, QCP, larger QPs, non-convex
 or not shown convex) to SCIP through pyscipopt.
@@ -90,6 +91,9 @@ from .choice import resolve as resolve
 from .choice import verification_time_limit as verification_time_limit
 from .choice import verify_last_solve as verify_last_solve
 from .choice import verify_solve as verify_solve
+from .gurobi import LIMITED_CONSTRAINTS as LIMITED_CONSTRAINTS
+from .gurobi import LIMITED_QUADRATIC_VARIABLES as LIMITED_QUADRATIC_VARIABLES
+from .gurobi import LIMITED_VARIABLES as LIMITED_VARIABLES
 from .gurobi import gurobi_available as gurobi_available
 from .gurobi import resolve_with_gurobi as resolve_with_gurobi
 from .gurobi import warm_up as warm_up

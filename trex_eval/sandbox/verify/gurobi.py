@@ -8,6 +8,8 @@ import math
 import threading
 from typing import Any
 
+import numpy as np
+
 from ...records import LinearModel, SolveStatus
 from .base import MIP_GAP, Deadline, Resolve, Unsolvable, row_sides
 from .views import ModelView, empty_verdict, model_view
@@ -19,8 +21,16 @@ _GUROBI_STATUS = {
     5: SolveStatus.UNBOUNDED,
     9: SolveStatus.TIME_LIMIT,
 }
+LIMITED_VARIABLES = 2000
+LIMITED_CONSTRAINTS = 2000
+LIMITED_QUADRATIC_VARIABLES = 200
+"""What gurobipy's size-limited (pip) licence solves, as measured with 13.0.3: at most 2000
+variables and 2000 linear constraints, and at most 200 variables in a model with quadratic
+terms (one more of any gives error 10010). Under that licence a larger model is refused before
+it is built (gurobipy would only refuse it at ``optimize``, after a build of its full size)."""
 _gurobi_lock = threading.Lock()
 _gurobi_usable: bool | None = None
+_gurobi_limited = False
 _gurobi_envs = threading.local()
 
 
@@ -36,19 +46,44 @@ def _gurobi_env(gp: Any) -> Any:
 
 def gurobi_available() -> bool:
     """Whether gurobipy is installed and licensed in the harness process (checked once: import,
-    an environment, one tiny solve)."""
-    global _gurobi_usable
+    an environment, one tiny solve, and one of :data:`LIMITED_VARIABLES` + 1 variables that a
+    size-limited licence refuses)."""
+    global _gurobi_usable, _gurobi_limited
     with _gurobi_lock:
         if _gurobi_usable is None:
             try:
                 gp = importlib.import_module("gurobipy")
-                with gp.Env(params={"OutputFlag": 0}) as env, gp.Model(env=env) as probe:
-                    probe.addVar(lb=0.0, ub=1.0, obj=1.0)
-                    probe.optimize()
-                    _gurobi_usable = int(probe.Status) == 2
+                with gp.Env(params={"OutputFlag": 0}) as env:
+                    with gp.Model(env=env) as probe:
+                        probe.addVar(lb=0.0, ub=1.0, obj=1.0)
+                        probe.optimize()
+                        _gurobi_usable = int(probe.Status) == 2
+                    with gp.Model(env=env) as probe:
+                        probe.addVars(LIMITED_VARIABLES + 1, ub=1.0)
+                        try:
+                            probe.optimize()
+                        except gp.GurobiError as error:
+                            _gurobi_limited = getattr(error, "errno", None) == 10010
             except Exception:
                 _gurobi_usable = False
         return _gurobi_usable
+
+
+def _licence_refusal(view: ModelView) -> str | None:
+    """Why a size-limited licence would refuse ``view`` (see :data:`LIMITED_VARIABLES`), or None
+    (also where the licence is not size-limited). O(rows), in NumPy."""
+    if not _gurobi_limited:
+        return None
+    finite_low, finite_high = np.isfinite(view.row_lower), np.isfinite(view.row_upper)
+    equal = finite_low & (view.row_lower == view.row_upper)
+    constraints = int(np.where(equal, 1, finite_low.astype(np.int64) + finite_high).sum())
+    variables = LIMITED_QUADRATIC_VARIABLES if view.quadratic else LIMITED_VARIABLES
+    if view.n > variables or constraints > LIMITED_CONSTRAINTS:
+        return (
+            f"model too large for gurobipy's size-limited licence ({view.n:,} variables, "
+            f"{constraints:,} linear constraints)"
+        )
+    return None
 
 
 def warm_up() -> None:
@@ -80,6 +115,9 @@ def solve_gurobi(view: ModelView, deadline: Deadline) -> Resolve:
     what is left of it."""
     if view.n == 0:
         return empty_verdict(view, "gurobipy")
+    refusal = _licence_refusal(view)
+    if refusal is not None:
+        raise Unsolvable(refusal)
     try:
         gp = importlib.import_module("gurobipy")
         with gp.Model(env=_gurobi_env(gp)) as solver:
