@@ -1,0 +1,268 @@
+"""Which solver re-solves a claim, under what time limit, what its verdict means for the claim,
+and the memo of verdicts (see the package docstring for the contract)."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from ...records import Execution, LinearModel, SolveRecord, SolveStatus
+from .base import Deadline, OutOfTime, Resolve, Unsolvable
+from .gurobi import gurobi_available, solve_gurobi
+from .highs import HIGHS_QP_MAX_COLUMNS, solve_highs
+from .scip import solve_scip
+from .views import ModelView, convex_objective, model_view, size_problem, view_key
+
+CACHE_MAX_ENTRIES = 20_000
+"""Models with at most this many variables + nonzeros + quadratic terms have their verdict
+remembered (a bigger one is rarely asked twice, and its key would cost a pass over it)."""
+CACHE_SIZE = 1024
+LP_RTOL = 1e-6
+MIP_RTOL = 2e-4
+ATOL = 1e-6
+VERIFY_MIN_S = 10.0
+VERIFY_MAX_S = 120.0
+VERIFY_WALL_FACTOR = 2.0
+_CLAIMS = (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD)
+_COMPATIBLE = {
+    SolveStatus.INFEASIBLE: (SolveStatus.INFEASIBLE, SolveStatus.INF_OR_UNBD),
+    SolveStatus.UNBOUNDED: (SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD),
+    SolveStatus.INF_OR_UNBD: (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD),
+}
+SOLVERS = ("gurobipy", "highs", "scip")
+"""Names :func:`verify_solve` records in ``SolveRecord.verified_by``."""
+
+
+def model_key(model: LinearModel) -> bytes:
+    """A digest of the model's numbers (sense, bounds, types, rows, matrix, quadratic parts,
+    counts), without its names: two models with the same key are the same optimisation problem.
+    O(size of the model), in NumPy (:func:`~.views.view_key` of its view).
+
+    Raises:
+        Unsolvable: the model is over a size cap or inconsistent (it is never re-solved).
+    """
+    return view_key(model_view(model))
+
+
+def _open_choice(view: ModelView, deadline: Deadline) -> Callable[[ModelView, Deadline], Resolve]:
+    """The solver without a licence for ``view``: HiGHS for linear models, MILPs and convex
+    continuous QPs of at most :data:`~.highs.HIGHS_QP_MAX_COLUMNS` columns, SCIP for the rest
+    (MIQP, quadratic constraints, larger QPs, non-convex or not shown convex: see
+    :func:`~.views.convex_objective`)."""
+    if view.q_rows:
+        return solve_scip
+    if not len(view.hessian):
+        return solve_highs
+    if view.integral or view.n > HIGHS_QP_MAX_COLUMNS:
+        return solve_scip
+    return solve_highs if convex_objective(view, deadline) else solve_scip
+
+
+def _resolve_view(view: ModelView, *, prefer_gurobi: bool, deadline: Deadline) -> Resolve:
+    """The verdict of the first solver that takes ``view`` (gurobipy first where preferred and
+    licensed, then :func:`_open_choice`), all of them within ``deadline``.
+
+    Raises:
+        Unsolvable: no solver takes the model (the last refusal's reason).
+        OutOfTime: the deadline passed before a solver could run (no further solver is tried).
+    """
+    if prefer_gurobi and gurobi_available():
+        try:
+            return solve_gurobi(view, deadline)
+        except OutOfTime:
+            raise
+        except Unsolvable:  # e.g. too large for its licence: the other solvers' word stands
+            pass
+    return _open_choice(view, deadline)(view, deadline)
+
+
+def resolve(model: LinearModel, *, prefer_gurobi: bool = False, time_limit_s: float = 10.0) -> Resolve:
+    """The parent's verdict on ``model`` from the first solver of the list that takes it, within
+    ``time_limit_s`` seconds for the build and the solve together.
+
+    Raises:
+        Unsolvable: no solver takes the model (the last refusal's reason), it is over a size cap,
+            or the time limit ran out before a solver could run (:class:`~.base.OutOfTime`).
+    """
+    deadline = Deadline(time_limit_s)
+    return _resolve_view(model_view(model, deadline), prefer_gurobi=prefer_gurobi, deadline=deadline)
+
+
+class _Memo:
+    """An LRU of verdicts by :func:`model_key`, where a second thread asking for a model being
+    solved waits for that solve instead of repeating it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.lock = threading.Lock()
+        self.done: OrderedDict[tuple[bytes, bool], Resolve] = OrderedDict()
+        self.running: dict[tuple[bytes, bool], threading.Event] = {}
+
+    def get(
+        self, key: tuple[bytes, bool], compute: Callable[[], Resolve], *, timeout_s: float | None = None
+    ) -> Resolve:
+        """``compute()``'s verdict for ``key``, remembered unless it ran out of time (a later
+        request, with more time, tries again). A wait for another thread's solve of ``key``
+        lasts at most ``timeout_s`` seconds (None: as long as it takes).
+
+        Raises:
+            OutOfTime: ``timeout_s`` passed while another thread was still solving ``key``.
+        """
+        end = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            with self.lock:
+                if key in self.done:
+                    self.done.move_to_end(key)
+                    return self.done[key]
+                waiting = self.running.get(key)
+                if waiting is None:
+                    event = self.running[key] = threading.Event()
+                    break
+            left = None if end is None else end - time.monotonic()
+            if (left is not None and left <= 0.0) or not waiting.wait(left):
+                raise OutOfTime(f"waiting for another thread's re-solve of this model ({timeout_s:.3g} s)")
+        try:
+            result = compute()
+        finally:
+            with self.lock:
+                self.running.pop(key, None)
+                event.set()
+        if result.status is SolveStatus.TIME_LIMIT:
+            return result
+        with self.lock:
+            self.done[key] = result
+            while len(self.done) > self.size:
+                self.done.popitem(last=False)
+        return result
+
+    def clear(self) -> None:
+        with self.lock:
+            self.done.clear()
+
+
+_MEMO = _Memo(CACHE_SIZE)
+
+
+def _entries(view: ModelView) -> int:
+    """Variables + nonzeros + quadratic terms, the size that decides whether a verdict is kept."""
+    rows = sum(row.values.size + len(row.quadratic) for row in view.q_rows)
+    return view.n + int(view.values.size) + len(view.hessian) + rows
+
+
+def _remembered(view: ModelView, *, prefer_gurobi: bool, deadline: Deadline) -> Resolve:
+    """:func:`resolve` of ``view`` within ``deadline``, remembered for small models (an
+    :class:`~.base.Unsolvable` is not remembered)."""
+    if _entries(view) > CACHE_MAX_ENTRIES:
+        return _resolve_view(view, prefer_gurobi=prefer_gurobi, deadline=deadline)
+    key = (view_key(view), prefer_gurobi and gurobi_available())
+    return _MEMO.get(
+        key,
+        lambda: _resolve_view(view, prefer_gurobi=prefer_gurobi, deadline=deadline),
+        timeout_s=max(0.0, deadline.remaining()),
+    )
+
+
+def objectives_agree(reported: float, verified: float, *, integral: bool) -> bool:
+    """The tolerance rule of the package docstring (``integral``: the MIP/quadratic tolerance)."""
+    rtol = MIP_RTOL if integral else LP_RTOL
+    return abs(reported - verified) <= ATOL + rtol * max(1.0, abs(verified))
+
+
+def _skip_reason(solve: SolveRecord) -> str | None:
+    """Why ``solve`` is not re-solved at all, or None. O(1) but for :func:`~.views.size_problem`."""
+    model = solve.model
+    if model is None:
+        return "no matrix captured"
+    # The re-solvers read neither SOS sets nor indicators: a model holding either is not re-solved
+    # even where its counts (the program's word as well) say it has none.
+    if model.n_sos or model.n_general_constraints or model.sos or model.indicators:
+        return "model has SOS or general constraints"
+    if model.n_quadratic_constraints != len(model.q_constraints):
+        return "model has quadratic constraints that were not captured"
+    if solve.status not in _CLAIMS:
+        return f"solver status {solve.status.value}"
+    return size_problem(model)
+
+
+def verify_solve(
+    solve: SolveRecord, *, time_limit_s: float = 10.0, prefer_gurobi: bool | None = None
+) -> SolveRecord:
+    """``solve`` with ``verified_objective``, ``verification`` and ``verified_by`` set (see the
+    package docstring). ``prefer_gurobi`` (default: when the claim is gurobipy's) re-solves with
+    the harness's gurobipy first when it is licensed here. ``time_limit_s`` seconds cover the
+    whole re-solve (reading the model, building it for the solver, the solve); a re-solve that
+    runs out of them, or a model over a size cap, gives ``"skipped: <why>"``.
+
+    A record whose ``verification`` is already set (e.g. "skipped: no matrix captured", filled in
+    when the sandbox could not capture the matrix, or a verdict from an earlier pass) is
+    returned unchanged.
+    """
+    if solve.verification is not None:
+        return solve
+    deadline = Deadline(time_limit_s)
+    reason = _skip_reason(solve)
+    if reason is not None:
+        return solve.model_copy(update={"verification": f"skipped: {reason}"})
+    model = solve.model
+    assert model is not None
+    gurobi = solve.library == "gurobipy" if prefer_gurobi is None else prefer_gurobi
+    try:
+        view = model_view(model, deadline)
+        result = _remembered(view, prefer_gurobi=gurobi, deadline=deadline)
+    except OutOfTime as error:
+        return solve.model_copy(
+            update={"verification": f"skipped: {error}"[:300], "verified_by": error.solver}
+        )
+    except Unsolvable as error:
+        return solve.model_copy(update={"verification": f"skipped: {error}"[:300]})
+    except Exception as error:
+        return solve.model_copy(
+            update={"verification": f"skipped: re-solve failed ({type(error).__name__}: {error})"[:300]}
+        )
+    if result.status in (SolveStatus.TIME_LIMIT, SolveStatus.ERROR):
+        return solve.model_copy(
+            update={
+                "verification": f"skipped: {result.solver} {result.raw_status}",
+                "verified_by": result.solver,
+            }
+        )
+    integral = view.integral or view.quadratic  # the MIP/quadratic tolerance
+    if solve.status is SolveStatus.OPTIMAL:
+        agrees = (
+            result.status is SolveStatus.OPTIMAL
+            and solve.objective is not None
+            and result.objective is not None
+            and math.isfinite(result.objective)
+            and objectives_agree(solve.objective, result.objective, integral=integral)
+        )
+    else:
+        agrees = result.status in _COMPATIBLE[solve.status]
+    return solve.model_copy(
+        update={
+            "verified_objective": result.objective,
+            "verification": "match" if agrees else "mismatch",
+            "verified_by": result.solver,
+        }
+    )
+
+
+def verification_time_limit(execution: Execution) -> float:
+    """Seconds the parent may spend on one re-solve, build included: twice the program's own wall
+    time, at least :data:`VERIFY_MIN_S`, at most :data:`VERIFY_MAX_S` (a model the program's
+    solver needed a minute for must not be unverified for want of ten seconds)."""
+    return min(VERIFY_MAX_S, max(VERIFY_MIN_S, VERIFY_WALL_FACTOR * execution.wall_s))
+
+
+def verify_last_solve(execution: Execution, *, time_limit_s: float | None = None) -> Execution:
+    """``execution`` with its last solve verified (the one the objective rules judge); earlier
+    solves are left as they are. Unchanged when there is no solve or it was verified already.
+    ``time_limit_s`` defaults to :func:`verification_time_limit`."""
+    last = execution.last_solve
+    if last is None or last.verification is not None:
+        return execution
+    limit = verification_time_limit(execution) if time_limit_s is None else time_limit_s
+    checked = verify_solve(last, time_limit_s=limit)
+    return execution.model_copy(update={"solves": (*execution.solves[:-1], checked)})
