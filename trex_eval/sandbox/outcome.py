@@ -55,6 +55,7 @@ from ..text import MESSAGE_CHARS, clip
 from .bounds import bounded_files, bounded_solves
 from .limits import SandboxLimits
 from .printed import printed_objective
+from .verify.views import MAX_COLUMNS, MAX_NONZEROS, MAX_QUADRATIC_ROWS, MAX_QUADRATIC_TERMS, MAX_ROWS
 
 GUROBI_LICENCE_ERRNOS = frozenset({10009, 10010})
 COPT_LICENCE_RETCODE = 4
@@ -127,10 +128,32 @@ def gurobipy_licence_failure(execution: Execution) -> bool:
     )
 
 
+_RAW_CAPS = (
+    ("obj", "columns", MAX_COLUMNS),
+    ("row_lower", "rows", MAX_ROWS),
+    ("a_val", "nonzeros", MAX_NONZEROS),
+    ("q_obj", "quadratic terms", MAX_QUADRATIC_TERMS),
+    ("q_constraints", "quadratic rows", MAX_QUADRATIC_ROWS),
+)
+"""Lists of a reported matrix measured before it is validated: one over the re-solve's cap of its
+kind could never be verified, and validating it would only cost the harness time and memory
+(a default record cannot hold one; a raised ``record_mib`` could)."""
+
+
+def _over_caps(data: dict[str, Any]) -> str | None:
+    for key, what, cap in _RAW_CAPS:
+        found = data.get(key)
+        if isinstance(found, list) and len(found) > cap:
+            return f"matrix not kept: {len(found)} {what}, over the re-solve's cap of {cap}"
+    return None
+
+
 def _linear_model(data: object) -> tuple[LinearModel | None, str | None]:
     """A validated, internally consistent matrix, or None and why not."""
     if data is None:
         return None, None
+    if isinstance(data, dict) and (oversized := _over_caps(data)) is not None:
+        return None, oversized
     try:
         model = LinearModel.model_validate(data)
     except ValidationError as error:

@@ -418,20 +418,23 @@ class SandboxPool:
         checked: list[SolveRecord] = []
         started = time.monotonic()
         for solve in reversed(execution.solves):
-            if checked and time.monotonic() - started > _VERIFY_BUDGET_S:
+            left = _VERIFY_BUDGET_S - (time.monotonic() - started)
+            if checked and left <= 0:
                 checked.append(
                     solve.model_copy(update={"verification": "skipped: verification time budget spent"})
                 )
             else:
-                checked.append(verify_solve(solve))
+                # The last solve gets the whole budget; earlier ones what is left of it.
+                checked.append(verify_solve(solve, time_limit_s=_VERIFY_BUDGET_S if not checked else left))
         solves = tuple(reversed(checked))
         detail = execution.detail
         last = solves[-1]
         if last.verification == "mismatch":
             detail = _join(
                 detail,
-                f"objective not confirmed by HiGHS: program reported {last.objective} "
-                f"({last.status.value}), HiGHS found {last.verified_objective}",
+                f"objective not confirmed by the harness's {last.verified_by or 'HiGHS'} re-solve: "
+                f"program reported {last.objective} ({last.status.value}), "
+                f"the re-solve found {last.verified_objective}",
             )
         return execution.model_copy(update={"solves": solves, "detail": detail})
 
