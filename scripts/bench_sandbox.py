@@ -15,9 +15,10 @@ hooks, no records). The pool and the bare fork server are measured in alternatin
 (``--rounds``), so that both see the same load; ``pool/bare`` is the median of the rounds' ratios.
 
 ``--against TREE`` measures a second version of the harness in the same run, alternating with
-this one round by round: a folder holding another ``trex_eval`` package (e.g. made by
-``git archive HEAD trex_eval | tar -x -C /tmp/before``), imported first in a helper process
-that keeps its own pool warm between rounds.
+this one round by round (its ``before/bare`` share, and ``kept``: this tree's share over it): a
+folder holding another ``trex_eval`` package (e.g. made by ``git archive HEAD trex_eval |
+tar -x -C /tmp/before``), imported first in a helper process that keeps its own pool warm
+between rounds.
 
     python scripts/bench_sandbox.py [--programs 200] [--fresh-programs 24] [--workers 2]
         [--rounds 3] [--no-verify] [--against TREE]
@@ -279,13 +280,14 @@ def main() -> None:
         # A fresh pool per library: a warmed worker holds what its workload uses, as in a run.
         with SandboxPool(workers=options.workers, verify=verify) as pool:
             warm_pool(pool, code)
-            pooled, cpu, bare, ratios, before, before_cpu = [], [], [], [], [], []
+            pooled, cpu, bare, ratios, before, before_cpu, before_ratios = [], [], [], [], [], [], []
             for _ in range(options.rounds):
                 bare.append(bare_fork_rate(code, chunk, options.workers, LIBRARY[name]))
                 if other is not None:
                     measured, cpu_ms = other.rate(chunk)
                     before.append(measured)
                     before_cpu.append(cpu_ms)
+                    before_ratios.append(measured / bare[-1])
                 measured, cpu_ms = pool_rate(pool, code, chunk)
                 pooled.append(measured)
                 cpu.append(cpu_ms)
@@ -303,7 +305,9 @@ def main() -> None:
                 fresh,
                 statistics.median(bare),
                 statistics.median(ratios),
-                (statistics.median(before), statistics.median(before_cpu)) if before else None,
+                (statistics.median(before), statistics.median(before_cpu), statistics.median(before_ratios))
+                if before
+                else None,
                 [round(value, 1) for value in pooled],
                 [round(value, 1) for value in bare],
             )
@@ -321,7 +325,11 @@ def main() -> None:
     print(
         f"{'program':<18} {'pool /s':>8} {'fresh python /s':>16} {'speed-up':>9} {'CPU ms/program':>15} "
         f"{'idle-core estimate /s':>22} {'bare fork /s':>13} {'pool/bare':>10}"
-        + (f" {'before /s':>10} {'before CPU ms':>14}" if against_source else "")
+        + (
+            f" {'before /s':>10} {'before CPU ms':>14} {'before/bare':>12} {'kept':>6}"
+            if against_source
+            else ""
+        )
     )
     for name, pooled, cpu_ms, fresh, bare, ratio, before_pair, pool_rounds, bare_rounds in rows:
         line = (
@@ -329,7 +337,11 @@ def main() -> None:
             f"{cores * 1000 / cpu_ms:>22.0f} {bare:>13.1f} {ratio:>9.0%}"
         )
         if before_pair is not None:
-            line += f" {before_pair[0]:>10.1f} {before_pair[1]:>14.1f}"
+            # "kept": this tree's share of the bare fork server over the other tree's, same rounds.
+            line += (
+                f" {before_pair[0]:>10.1f} {before_pair[1]:>14.1f} {before_pair[2]:>11.0%}"
+                f" {ratio / before_pair[2]:>6.0%}"
+            )
         print(line + f"   rounds: pool {pool_rounds} bare {bare_rounds}")
 
 

@@ -203,3 +203,53 @@ def test_a_job_gets_no_socket_of_any_family(one_worker: SandboxPool) -> None:
     assert isinstance(seen, dict)
     assert all(code == 1 for code in seen["refused"].values()), seen  # EPERM, from the filter
     assert seen["pair"] == "x"  # a connected stream pair (asyncio, multiprocessing) still works
+
+
+KERNEL_WIDE = """
+import ctypes, fcntl, json, os, socket
+refused = {}
+def attempt(name, call):
+    try:
+        call()
+        refused[name] = None
+    except OSError as error:
+        refused[name] = error.errno
+with open("/etc/passwd", "rb") as shared:
+    attempt("flock", lambda: fcntl.flock(shared, fcntl.LOCK_SH | fcntl.LOCK_NB))
+    attempt("fcntl_lock", lambda: fcntl.lockf(shared, fcntl.LOCK_SH | fcntl.LOCK_NB))
+left, right = socket.socketpair()
+attempt("so_cookie", lambda: left.getsockopt(socket.SOL_SOCKET, 57, 8))
+attempt("pidfd_open", lambda: os.close(os.pidfd_open(os.getpid())))
+attempt("sched_setaffinity", lambda: os.sched_setaffinity(0, {0}))
+libc = ctypes.CDLL(None, use_errno=True)
+refused["inotify"] = ctypes.get_errno() if libc.inotify_init1(0) < 0 else None
+print("KERNEL", json.dumps(refused))
+"""
+
+
+def test_locks_and_counters_shared_by_every_job_are_out_of_reach(one_worker: SandboxPool) -> None:
+    """The attacks: ``flock`` on a file of the view every worker shares carried 2000 bits in
+    0.6 s between concurrent jobs; ``SO_COOKIE`` and pidfd inode numbers are counters of the whole
+    kernel that carried 16 and 10 bits from one job to the next; pinning two processes to one
+    CPU made a job look starved by others and lengthened its wall-clock limit."""
+    done = one_worker.run(Job(code=KERNEL_WIDE, expect="any"))
+
+    assert done.status is ExecStatus.OK, (done.detail, done.stderr_tail)
+    seen = _last_json(done.stdout_tail, "KERNEL")
+    assert seen == {name: 1 for name in seen} and len(seen) == 6, seen  # EPERM, from the filter
+
+
+def test_each_job_draws_its_own_random_sequence(one_worker: SandboxPool) -> None:
+    """Jobs are forked without the interpreter's after-fork hooks (``native.lean_fork``), one of
+    which re-seeds ``random``: forked from one zygote, every job would otherwise draw the same
+    numbers, unlike separate ``python program.py`` runs."""
+    # PuLP imports random: once the zygote warms PuLP, every job inherits its generator.
+    code = "import pulp, random, sys\nprint('DRAWN', random.getrandbits(64))\n"
+    for _ in range(3):
+        one_worker.run(Job(code=code, expect="any"))
+    check = "import sys\nprint('WARM', 'random' in sys.modules)\n"
+    assert "WARM True" in one_worker.run(Job(code=check, expect="any")).stdout_tail
+    drawn = [one_worker.run(Job(code=code, expect="any")).stdout_tail for _ in range(3)]
+
+    assert all("DRAWN" in text for text in drawn), drawn
+    assert len(set(drawn)) == 3, drawn

@@ -75,3 +75,36 @@ def test_a_job_is_charged_the_cpu_of_all_its_processes() -> None:
     assert "all its processes together" in execution.detail
     # 2 CPU seconds over the machine's cores, not the 60 s wall limit (a generous bound).
     assert elapsed < 20.0, elapsed
+
+
+FORKED_HOGS = """
+import os, time
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(350 << 20)  # touched: resident, each under the job's RLIMIT_AS
+        for at in range(0, len(block), 4096):
+            block[at] = 1
+        time.sleep(2)  # all four hold theirs at once
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+print("ALL DONE")
+"""
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroups", "sampled"])
+def test_a_job_is_held_to_its_memory_with_all_its_processes(cgroups: bool) -> None:
+    """``RLIMIT_AS`` is per process: four children each under it took 4.8 GiB under a 2 GiB limit."""
+    limits = SandboxLimits(wall_s=60.0, cpu_s=60.0, memory_mib=1024)
+    with _pool(cgroups=cgroups, limits=limits) as pool:
+        if cgroups and pool.fair_share["cgroups"] is None:
+            pytest.skip(f"no cgroups for the workers here: {pool.fair_share['why_none']}")
+        execution = pool.run(Job(code=FORKED_HOGS, expect="any"))
+        after = pool.run(Job(code="print('next')", expect="any"))
+
+    # (The cgroup's limit kills a child, and the job may go on: it exceeded its memory all the same.)
+    assert execution.status is ExecStatus.MEMORY_LIMIT, (execution.status, execution.detail)
+    assert after.status is ExecStatus.OK

@@ -129,8 +129,9 @@ def test_root_without_namespaces_polls_the_process_count() -> None:
     outcome = _run_payload("rlimits", unprivileged=False)
 
     assert outcome["jobs"]["nproc_enforced"] is False  # type: ignore[index]
-    # A cgroup per worker caps its processes (fork() fails at pids.max); without one the worker
-    # counts them and kills the job.
+    # The worker counts the processes and kills the job; with a cgroup per worker, fork() may fail
+    # at pids.max first (either stops the bomb).
     cgroups = outcome["fair_share"]["cgroups"]  # type: ignore[index]
-    assert outcome["bomb"] == ("runtime_error" if cgroups else "killed") and outcome["survivors"] == []
+    assert outcome["bomb"] in (("runtime_error", "killed") if cgroups else ("killed",))
+    assert outcome["survivors"] == []
     assert outcome["solve"] == ["ok", [4.0]]

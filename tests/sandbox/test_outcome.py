@@ -314,12 +314,51 @@ def test_bindings_are_validated() -> None:
 def test_setup_failure_is_a_harness_error() -> None:
     with pytest.raises(ValueError, match="could not confine"):
         build_execution(
-            {"channel": record("setup_failed", error="PermissionError: chown"), "exit_code": 120},
+            {
+                "channel": record("setup_failed", error="PermissionError: chown"),
+                "exit_code": 120,
+                "started": False,
+            },
             nonce=NONCE,
             limits=LIMITS,
             expect="solve",
             isolation="bwrap",
         )
+
+
+def test_a_job_that_exits_before_it_is_confined_is_a_harness_error() -> None:
+    """A job forked ahead that fails to confine itself before it has its plan writes no record:
+    its exit status and the worker's word that the program never started say it."""
+    with pytest.raises(ValueError, match="could not confine"):
+        build_execution(
+            {"channel": "", "exit_code": 120, "started": False},
+            nonce=NONCE,
+            limits=LIMITS,
+            expect="solve",
+            isolation="bwrap",
+        )
+    # Killed by the worker before it started (its limits): the job's outcome, not the harness's.
+    killed = build_execution(
+        {"channel": "", "exit_code": None, "signal": 9, "started": False, "killed_for": "wall"},
+        nonce=NONCE,
+        limits=LIMITS,
+        expect="solve",
+        isolation="bwrap",
+    )
+    assert killed.status is ExecStatus.TIMEOUT
+
+
+def test_a_setup_failure_the_program_wrote_is_its_own() -> None:
+    """The worker saw the job start the program: a ``setup_failed`` record is then a forgery."""
+    execution = build_execution(
+        {"channel": record("setup_failed", error="forged"), "exit_code": 0, "started": True},
+        nonce=NONCE,
+        limits=LIMITS,
+        expect="solve",
+        isolation="bwrap",
+    )
+
+    assert execution.status is ExecStatus.NO_SOLVE
 
 
 def test_parse_channel_keeps_the_first_end() -> None:

@@ -113,6 +113,16 @@ def test_the_filter_refuses_exactly_what_it_documents(machine: str, arch: int) -
         assert verdict(number[name], 3, 0, 1, 0, 0, 0) == ALLOW, name
         assert verdict(number[name], 3, 0, 1, 0, 0, 0x8) == EPERM, name  # RWF_NOWAIT
         assert verdict(number[name], 3, 0, 1, 0, 0, 0x10) == ALLOW, name  # RWF_APPEND
+    # What other jobs can see: locks and notifications on shared files, kernel-wide counters.
+    for name in ("flock", "pidfd_open", "sched_setaffinity", "inotify_init1", "fanotify_init"):
+        assert verdict(number[name]) == EPERM, name
+    for cmd in (5, 6, 7, 36, 37, 38, 1026):  # F_GETLK, F_SETLK(W), the OFD forms, F_NOTIFY
+        assert verdict(number["fcntl"], 3, cmd) == EPERM, cmd
+    for cmd in (0, 1, 2, 3, 4, 1030):  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC
+        assert verdict(number["fcntl"], 3, cmd) == ALLOW, cmd
+    assert verdict(number["getsockopt"], 3, socket.SOL_SOCKET, 57) == EPERM  # SO_COOKIE
+    assert verdict(number["getsockopt"], 3, socket.SOL_SOCKET, socket.SO_TYPE) == ALLOW
+    assert verdict(number["clone"], 0x1000 | 17) == EPERM  # CLONE_PIDFD
     stream = socket.SOCK_STREAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK
     assert verdict(number["socketpair"], socket.AF_UNIX, stream) == ALLOW
     assert verdict(number["socketpair"], socket.AF_UNIX, socket.SOCK_DGRAM) == EPERM

@@ -9,7 +9,13 @@ of its own, beside the other workers' under one group of the pool's:
 * ``pids.max``: the processes a job may have, counted for that worker only (``RLIMIT_NPROC``
   counts per uid);
 * a CPU counter (``cpuacct.usage`` or ``cpu.stat``) that the worker reads to charge each job the
-  CPU it received, over all its processes (see ``runtime.supervise``).
+  CPU it received, over all its processes (see ``runtime.supervise``);
+* a memory limit (``memory.limit_in_bytes`` or ``memory.max``) that the worker sets before each
+  job to what the worker holds then plus the job's ``memory_mib``, and the count of kills the
+  limit caused (``memory.oom_control`` or ``memory.events``): a job's processes and the files it
+  writes to its tmpfs are held to ``memory_mib`` together (``RLIMIT_AS`` holds each process
+  alone: four children of a job took 4.8 GiB under a 2 GiB limit). Optional: where the memory
+  controller is not available the worker samples the job's memory instead.
 
 Two layouts are used, tried in this order, and the manifest says which applied (``cgroups``):
 
@@ -48,15 +54,53 @@ there from the first one on."""
 
 
 @dataclass(frozen=True)
+class LaneDescriptors:
+    """See :meth:`Lane.open_descriptors`."""
+
+    cpu: int
+    memory: tuple[int, int, int] | None
+
+    @property
+    def all(self) -> tuple[int, ...]:
+        return (self.cpu, *(self.memory or ()))
+
+    def close(self) -> None:
+        for fd in self.all:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+@dataclass(frozen=True)
 class Lane:
     """One worker's cgroup: the directories to remove, the ``cgroup.procs`` files to join, the
-    CPU counter file, its format (``v1``: nanoseconds; ``v2``: ``cpu.stat``), and ``pids.max``."""
+    CPU counter file, its format (``v1``: nanoseconds; ``v2``: ``cpu.stat``), ``pids.max``, and
+    the memory controller's usage, limit and events files (None without it)."""
 
     directories: tuple[Path, ...]
     procs: tuple[Path, ...]
     usage: Path
     usage_format: str
     pids_max: Path
+    memory: tuple[Path, Path, Path] | None = None
+
+    def open_descriptors(self) -> LaneDescriptors:
+        """Descriptors a worker inherits on this lane's files: its CPU counter (read) and, with
+        the memory controller, its memory usage (read), limit (write) and events (read). The
+        caller closes them once the worker started (OSError if one cannot be opened)."""
+        opened: list[int] = []
+        try:
+            opened.append(os.open(self.usage, os.O_RDONLY))
+            if self.memory is not None:
+                for path, mode in zip(self.memory, (os.O_RDONLY, os.O_WRONLY, os.O_RDONLY), strict=True):
+                    opened.append(os.open(path, mode))
+        except OSError:
+            for fd in opened:
+                os.close(fd)
+            raise
+        for fd in opened:
+            os.set_inheritable(fd, True)
+        memory = (opened[1], opened[2], opened[3]) if len(opened) == 4 else None
+        return LaneDescriptors(cpu=opened[0], memory=memory)
 
     def command_prefix(self, shell: str) -> list[str]:
         """What to put before a worker's command so that it starts inside this lane."""
@@ -105,7 +149,8 @@ class PoolGroups:
                     # The pool's group weighs as much as its workers would as plain tasks.
                     (roots["cpu"] / "cpu.shares").write_text(f"{_WEIGHT_V1 * workers}\n")
                 else:
-                    (roots["cpu"] / "cgroup.subtree_control").write_text("+cpu +pids\n")
+                    wanted = "+cpu +pids" + (" +memory" if "memory" in roots else "")
+                    (roots["cpu"] / "cgroup.subtree_control").write_text(wanted + "\n")
             except OSError as error:
                 for path in set(roots.values()):
                     with contextlib.suppress(OSError):
@@ -122,16 +167,26 @@ class PoolGroups:
         for root in dict.fromkeys(self.roots.values()):
             (root / name).mkdir()
             made.append(root / name)
+        memory_root = self.roots.get("memory")
         if self.kind == "v1":
             usage = self.roots["cpuacct"] / name / "cpuacct.usage"
+            files = ("memory.usage_in_bytes", "memory.limit_in_bytes", "memory.oom_control")
         else:
             usage = self.roots["cpu"] / name / "cpu.stat"
+            files = ("memory.current", "memory.max", "memory.events")
         lane = Lane(
             directories=tuple(made),
             procs=tuple(path / "cgroup.procs" for path in made),
             usage=usage,
             usage_format=self.kind,
             pids_max=self.roots["pids"] / name / "pids.max",
+            memory=None
+            if memory_root is None
+            else (
+                memory_root / name / files[0],
+                memory_root / name / files[1],
+                memory_root / name / files[2],
+            ),
         )
         self._lanes.append(lane)
         return lane
@@ -195,12 +250,14 @@ def _v1_roots() -> tuple[str, dict[str, Path]] | str:
     for kind, point, root, options in _mounts():
         if kind != "cgroup":
             continue
-        for controller in ("cpu", "cpuacct", "pids"):
+        for controller in ("cpu", "cpuacct", "pids", "memory"):
             if controller in options and controller in groups:
                 parents[controller] = _below(point, root, groups[controller])
     missing = [name for name in ("cpu", "cpuacct", "pids") if name not in parents]
     if missing:
         return f"v1: no {', '.join(missing)} hierarchy"
+    if "memory" in parents and not os.access(parents["memory"], os.W_OK):
+        del parents["memory"]  # optional: the worker samples the jobs' memory instead
     unwritable = [str(path) for path in set(parents.values()) if not os.access(path, os.W_OK)]
     if unwritable:
         return f"v1: {', '.join(unwritable)} not writable"
@@ -225,8 +282,9 @@ def _v2_roots() -> tuple[str, dict[str, Path]] | str:
     leaf = group / f"{PREFIX}harness-{os.getpid()}"
     leaf.mkdir(exist_ok=True)
     (leaf / "cgroup.procs").write_text(f"{os.getpid()}\n")
-    (group / "cgroup.subtree_control").write_text("+cpu +pids\n")
-    return "v2", {"cpu": group, "pids": group}
+    memory = "memory" in available
+    (group / "cgroup.subtree_control").write_text("+cpu +pids" + (" +memory" if memory else "") + "\n")
+    return "v2", {"cpu": group, "pids": group, **({"memory": group} if memory else {})}
 
 
 def remove_stale_groups() -> list[str]:

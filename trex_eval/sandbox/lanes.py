@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import queue
 import secrets
 import threading
@@ -14,7 +13,7 @@ from typing import Any
 
 from ..errors import SandboxError
 from . import launch
-from .cgroups import Lane, PoolGroups
+from .cgroups import Lane, LaneDescriptors, PoolGroups
 from .isolation import IsolationReport
 from .worker import Spawner, WorkerFailure, WorkerProcess
 from .worker_config import WorkerSettings, worker_config
@@ -137,25 +136,25 @@ class Lanes:
     # ------------------------------------------------------------------ internals
 
     def _spawn(self, index: int) -> WorkerProcess:
-        lane, usage_fd, prefix = self._lane(index)
+        lane, descriptors, prefix = self._lane(index)
         try:
             config = worker_config(
                 self.report,
                 self.settings,
                 scratch=lambda: str(self._make_scratch(index)),
                 lane=lane,
-                usage_fd=usage_fd,
+                descriptors=descriptors,
             )
             process = WorkerProcess.spawn(
                 [*prefix, *self.report.command, *launch.runtime_command("server", config.to_json())],
                 env=self.settings.environment,
                 log_path=self.root / f"worker-{index}.log",
-                pass_fds=() if usage_fd is None else (usage_fd,),
+                pass_fds=() if descriptors is None else descriptors.all,
                 lane=lane,
             )
         finally:
-            if usage_fd is not None:
-                os.close(usage_fd)
+            if descriptors is not None:
+                descriptors.close()
         with self._lock:
             if self._closed:
                 process.kill()
@@ -168,20 +167,19 @@ class Lanes:
         scratch.mkdir(mode=0o700)
         return scratch
 
-    def _lane(self, index: int) -> tuple[Lane | None, int | None, list[str]]:
-        """A cgroup for worker ``index`` where the pool has them: the lane, a descriptor open on
-        its CPU counter (for the worker), and the command prefix that starts the worker in it."""
+    def _lane(self, index: int) -> tuple[Lane | None, LaneDescriptors | None, list[str]]:
+        """A cgroup for worker ``index`` where the pool has them: the lane, the descriptors the
+        worker inherits on its files, and the command prefix that starts the worker in it."""
         shell = launch.find_tool("sh")
         if self.groups is None or shell is None:
             return None, None, []
         try:
             lane = self.groups.lane(index)
-            usage_fd = os.open(lane.usage, os.O_RDONLY)
+            descriptors = lane.open_descriptors()
         except OSError as error:
             logger.warning("sandbox: worker %d runs without a cgroup of its own: %s", index, error)
             return None, None, []
-        os.set_inheritable(usage_fd, True)
-        return lane, usage_fd, lane.command_prefix(shell)
+        return lane, descriptors, lane.command_prefix(shell)
 
     def _await_ready(self, process: WorkerProcess) -> dict[str, Any]:
         try:

@@ -55,6 +55,7 @@ from ..text import MESSAGE_CHARS, clip
 from .bounds import bounded_files, bounded_solves
 from .limits import SandboxLimits
 from .printed import printed_objective
+from .runtime.contract import SETUP_FAILED_EXIT
 from .verify.views import MAX_COLUMNS, MAX_NONZEROS, MAX_QUADRATIC_ROWS, MAX_QUADRATIC_TERMS, MAX_ROWS
 
 GUROBI_LICENCE_ERRNOS = frozenset({10009, 10010})
@@ -78,8 +79,35 @@ class ChannelReport:
     end: dict[str, Any] | None = None
 
 
+_ERROR_FIELDS: dict[str, tuple[type, ...]] = {
+    "library": (str,),
+    "error_type": (str,),
+    "errno": (int,),
+    "message": (str,),
+    "memory": (bool,),
+    "output": (bool,),
+    "in_solve": (bool,),
+}
+"""The fields of an error (a ``solve_error`` record, an ``end`` record's ``error``) and their
+types: records are the program's to write, so a field of another type is dropped, never met."""
+
+
+def _typed_error(value: object) -> dict[str, Any] | None:
+    """``value`` as an error record: a dict holding only the fields of :data:`_ERROR_FIELDS`
+    with the right types (``errno`` an int, not a bool), or None if it is not a dict at all."""
+    if not isinstance(value, dict):
+        return None
+    kept = {
+        key: found
+        for key, kinds in _ERROR_FIELDS.items()
+        if isinstance(found := value.get(key), kinds) and not (key == "errno" and isinstance(found, bool))
+    }
+    return {**{key: item for key, item in value.items() if key not in _ERROR_FIELDS}, **kept}
+
+
 def parse_channel(text: str, nonce: str) -> ChannelReport:
-    """Collect the records carrying ``nonce`` (malformed or foreign lines are skipped)."""
+    """Collect the records carrying ``nonce`` (malformed or foreign lines are skipped; errors are
+    typed by :func:`_typed_error`)."""
     report = ChannelReport()
     for line in text.splitlines():
         try:
@@ -96,7 +124,9 @@ def parse_channel(text: str, nonce: str) -> ChannelReport:
         elif kind == "solve":
             report.solves.append(record)
         elif kind == "solve_error":
-            report.solve_errors.append(record)
+            typed = _typed_error(record)
+            if typed is not None:
+                report.solve_errors.append(typed)
         elif kind == "model_written":
             report.written.append(str(record.get("path")))
         elif kind == "gurobipy":
@@ -107,7 +137,7 @@ def parse_channel(text: str, nonce: str) -> ChannelReport:
         elif kind == "note":
             report.notes.append(str(record.get("message")))
         elif kind == "end" and report.end is None:
-            report.end = record
+            report.end = {**record, "error": _typed_error(record.get("error"))}
     return report
 
 
@@ -360,6 +390,11 @@ def _classify(
         )
     if killed_for == "processes":
         return _Verdict(ExecStatus.KILLED, f"more than {limits.max_processes} processes")
+    if killed_for == "memory":
+        return _Verdict(
+            ExecStatus.MEMORY_LIMIT,
+            f"memory limit of {limits.memory_mib} MiB exceeded (all its processes and files together)",
+        )
     if killed_for == "cpu":
         return _Verdict(
             ExecStatus.TIMEOUT, f"CPU time limit of {limits.cpu_s:g} s exceeded (all its processes together)"
@@ -475,8 +510,13 @@ def build_execution(
             the caller turns it into :class:`~trex_eval.errors.SandboxError`).
     """
     report = parse_channel(str(reply.get("channel", "")), nonce)
-    if report.setup_error is not None and not report.started:
-        raise ValueError(f"the sandbox could not confine the job: {report.setup_error}")
+    # Only the worker's word counts: a program can truncate its channel and forge the record.
+    if reply.get("started") is False and (
+        report.setup_error is not None
+        or (reply.get("exit_code") == SETUP_FAILED_EXIT and not reply.get("killed_for"))
+    ):
+        reason = report.setup_error or f"it exited with status {SETUP_FAILED_EXIT} before the program ran"
+        raise ValueError(f"the sandbox could not confine the job: {reason}")
     record_bytes = limits.record_mib << 20
     raw_solves, cut = bounded_solves(report.solves, record_bytes // 2)
     solves = tuple(record for raw in raw_solves if (record := _solve_record(raw)) is not None)

@@ -235,6 +235,12 @@ class SandboxPool:
             "wall": "wall-clock time less time starved of its fair CPU share "
             f"(stopped after {STARVED_FACTOR:g} x wall_s + {STARVED_SLACK_S:g} s whatever it was charged)",
             "processes": "pids.max per worker" if self._groups else "RLIMIT_NPROC (per uid)",
+            "memory": "per job, all its processes and its tmpfs: "
+            + (
+                "the worker's cgroup memory limit"
+                if self._groups is not None and "memory" in self._groups.roots
+                else "sampled private resident memory and tmpfs use"
+            ),
         }
 
     @property
@@ -357,7 +363,11 @@ class SandboxPool:
             process = lanes.take()
             try:
                 reply = process.request(request, real_time_cap_s(limits.wall_s) + _REPLY_MARGIN_S)
-                break
+                if not reply.get("not_run"):
+                    break
+                # The worker could not undo the previous job's traces: it ran nothing and stops.
+                logger.warning("sandbox: retiring a worker: %s", str(reply.get("retire"))[:300])
+                raise WorkerGone("the worker retired before the job")
             except WorkerGone:
                 # The job never started: not the program's fault. One more worker, then give up.
                 lanes.replace(process)
@@ -400,6 +410,17 @@ class SandboxPool:
             )
         except ValueError as error:
             raise SandboxError(str(error), where="sandbox") from None
+        except Exception as error:
+            # What the program wrote is read here; however odd, it is the program's failure and
+            # must not stop a run. Logged: it may also be a harness bug worth a report.
+            logger.warning("sandbox: a job's reply could not be read", exc_info=True)
+            execution = Execution(
+                status=ExecStatus.RUNTIME_ERROR,
+                detail=f"the program's result records could not be read ({type(error).__name__}: {error})"[
+                    :1000
+                ],
+                isolation=report.level,
+            )
         if retired:
             note = f"the worker was replaced after this program: {retired}"[:500]
             execution = execution.model_copy(update={"detail": _join(execution.detail, note)})

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..records import SHM_MIB, SandboxLimits
-from .cgroups import Lane
+from .cgroups import Lane, LaneDescriptors
 from .isolation import IsolationReport
 from .runtime.contract import WorkerConfig
 from .scratch import _kept_under_tmp
@@ -33,11 +33,11 @@ def worker_config(
     *,
     scratch: Callable[[], str],
     lane: Lane | None,
-    usage_fd: int | None,
+    descriptors: LaneDescriptors | None,
 ) -> WorkerConfig:
     """The configuration of one worker under ``report``'s level: ``scratch`` makes the worker's
     host scratch directory where one is needed (``rlimits``); ``lane`` is its cgroup (or None),
-    ``usage_fd`` a descriptor the worker inherits, open on that cgroup's CPU counter.
+    ``descriptors`` those the worker inherits on that cgroup's files.
 
     ``bwrap`` and ``unshare`` workers mount a fresh, sized ``/tmp`` and ``/dev/shm`` for every job
     (``job_tmpfs``); under bubblewrap the sandbox's own private ``/tmp`` is the fallback (wiped
@@ -65,6 +65,7 @@ def worker_config(
         else (),
         disk_mib=disk_mib,
         lanes=settings.lanes,
-        cpu_usage_fd=usage_fd,
+        cpu_usage_fd=None if descriptors is None else descriptors.cpu,
         cpu_usage_format=lane.usage_format if lane is not None else "",
+        memory_fds=None if descriptors is None else descriptors.memory,
     )

@@ -28,10 +28,9 @@ from typing import Any, NamedTuple, NoReturn
 from . import hooks, native, syscalls
 from .capture import RECORDER, describe_failure
 from .channel import ResultChannel
+from .contract import SETUP_FAILED_EXIT
 from .imports import GurobipySwitch
-
-SETUP_FAILED_EXIT = 120
-"""Exit status of a job whose confinement failed before any program code ran."""
+from .memory import expose_self
 
 _MIB = 1 << 20
 _OUTPUT_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
@@ -53,10 +52,13 @@ class JobPlan(NamedTuple):
         nproc_limit: ``RLIMIT_NPROC`` to set, or None where the kernel would not enforce it.
         job_uid: unprivileged uid (and gid) to switch to, or None to keep the worker's.
         gurobi: ``"real"`` or ``"highs"``; ``highs_package`` is the gurobipy_highs folder.
-        worker_pid: the forking zygote (the job dies with it).
         own_proc: mount options of the ``/proc`` the job mounts for itself over the worker's (it
             then sees only its own processes, numbered from 1, and none of the machine's
             counters), or None to keep the worker's.
+        started_fd: a socket to the supervisor on which the job says ``S`` once it is confined
+            and has read its program, and which it closes before the program runs: the
+            supervisor's proof that the program ran (its result channel is the program's to
+            rewrite, a ``setup_failed`` record included).
     """
 
     workdir: str
@@ -72,29 +74,42 @@ class JobPlan(NamedTuple):
     job_uid: int | None
     gurobi: str
     highs_package: str
-    worker_pid: int
     own_proc: str | None = None
+    started_fd: int | None = None
 
 
 def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
     resource.setrlimit(which, (soft, soft if hard is None else hard))
 
 
-def confine(plan: JobPlan) -> None:
-    """Turn this freshly forked process into the job's sandboxed process (raises on failure)."""
+def prepare(worker_pid: int) -> None:
+    """The part of confinement that needs no plan, done by a job forked ahead while it waits for
+    one (off the path of the job before it): its own session, death with ``worker_pid`` (its
+    forking zygote), default signal handlers, ``/dev/null`` as stdin, first pick of the
+    out-of-memory killer. Raises OSError on failure."""
     os.setsid()
     native.prctl(native.PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() not in (plan.worker_pid, 0):
+    if os.getppid() not in (worker_pid, 0):
         os._exit(SETUP_FAILED_EXIT)
     for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGALRM):
         signal.signal(number, signal.SIG_DFL)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
+    os.close(null)
+    # The worker made itself the out-of-memory killer's last pick; a job is its first.
+    expose_self()
+
+
+def confine(plan: JobPlan) -> None:
+    """Turn this process, :func:`prepare` d, into the job's sandboxed process (raises on
+    failure)."""
     os.dup2(plan.stdout_fd, 1)
     os.dup2(plan.stderr_fd, 2)
-    keep = plan.channel.fd
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 20)
+    start = 3
+    for keep in sorted({plan.channel.fd, *(() if plan.started_fd is None else (plan.started_fd,))}):
+        os.closerange(start, keep)
+        start = keep + 1
+    os.closerange(start, 1 << 20)
     if plan.own_proc is not None:
         own_proc(plan.own_proc)
     os.chdir(plan.workdir)
@@ -139,6 +154,9 @@ def run(plan: JobPlan) -> NoReturn:
     try:
         confine(plan)
         source = _read_program(plan.program_path)
+        if plan.started_fd is not None:
+            os.write(plan.started_fd, b"S")
+            os.close(plan.started_fd)
     except BaseException as error:
         plan.channel.emit("setup_failed", {"error": describe_failure(error)})
         os._exit(SETUP_FAILED_EXIT)

@@ -15,6 +15,7 @@ import sys
 
 from . import native
 from .contract import WorkerConfig
+from .jobfs import detach_down_to
 from .processes import pin_proc
 
 
@@ -276,12 +277,7 @@ def probe_own_proc(confinement: Confinement) -> None:
 def detach_job_proc() -> None:
     """Detach every ``/proc`` a job mounted over the worker's (the pinned one, see
     ``processes.pin_proc``, is told by its device number); OSError if one stays."""
-    worker = os.fstat(pin_proc()).st_dev
-    for _ in range(8):
-        if os.stat("/proc").st_dev == worker:
-            return
-        native.detach("/proc")
-    raise OSError(0, "a job's /proc could not be detached")
+    detach_down_to("/proc", os.fstat(pin_proc()).st_dev)
 
 
 def open_pid_counter(confinement: Confinement) -> None:

@@ -11,6 +11,9 @@ WORKDIR_TOKEN = "@@TREX_WORKDIR@@"
 PROGRAM_FILE = "program.py"
 """File name of the program inside its working directory (its ``__file__``)."""
 
+SETUP_FAILED_EXIT = 120
+"""Exit status of a job whose confinement failed before any program code ran."""
+
 JOB_DIR = "job"
 TMP_DIR = "tmp"
 """The job's working and temporary directories, under the worker's scratch directory: the same
@@ -73,7 +76,11 @@ class WorkerConfig(NamedTuple):
         cpu_usage_fd: a descriptor open on the worker's own cgroup CPU counter (cgroup v1
             ``cpuacct.usage``, nanoseconds, or v2 ``cpu.stat``), passed by the harness; None where
             the harness has no cgroup for it (CPU is then summed over the job's processes).
-        cpu_usage_format: ``"v1"`` or ``"v2"``: how to read ``cpu_usage_fd``.
+        cpu_usage_format: ``"v1"`` or ``"v2"``: how to read ``cpu_usage_fd`` and ``memory_fds``.
+        memory_fds: descriptors on the worker's cgroup memory usage (read), limit (write) and
+            events (read), passed by the harness where its cgroup has the memory controller: the
+            worker holds each job to ``memory_mib`` with them (see ``runtime.memory``). None: the
+            job's memory is sampled instead.
     """
 
     preload: tuple[str, ...]
@@ -95,6 +102,7 @@ class WorkerConfig(NamedTuple):
     lanes: int = 1
     cpu_usage_fd: int | None = None
     cpu_usage_format: str = ""
+    memory_fds: tuple[int, int, int] | None = None
 
     def to_json(self) -> str:
         return json.dumps(self._asdict())

@@ -2,10 +2,11 @@
 
 Where the worker may mount (``bwrap`` and ``unshare``; ``WorkerConfig.job_tmpfs``) it mounts a new,
 size-capped tmpfs over each of those paths just before a job, writes the job's directories into
-it, and detaches it after the job's files are collected. Nothing a job leaves there reaches the
-next one: not its files, not the space it took, not the file system's inode counter (a new tmpfs
-numbers its inodes from the start; a reused one carried a value from job to job). Detaching is also
-the wipe: no tree of the job's is walked.
+it, and detaches it, with the ``/proc`` the job mounted for itself, once the job's reply is sent
+(each detach waits for an RCU grace period, ~0.1 ms on a busy machine: the harness reads the reply
+meanwhile). Nothing a job leaves there reaches the next one: not its files, not the space it took,
+not the file system's inode counter (a new tmpfs numbers its inodes from the start; a reused one
+carried a value from job to job). Detaching is also the wipe: no tree of the job's is walked.
 
 Entries of ``/tmp`` that the worker itself needs (an interpreter or checkout living under
 ``/tmp``: ``WorkerConfig.keep``) are bound back, read-only, into every new ``/tmp`` from handles
@@ -20,8 +21,8 @@ from __future__ import annotations
 import os
 
 from . import native
-from .confinement import detach_job_proc
 from .contract import JOB_DIR, TMP_DIR, WorkerConfig
+from .processes import pin_proc
 from .workdir import wipe
 
 
@@ -47,7 +48,13 @@ class JobFileSystems:
                     self._kept.append((entry, os.open(entry, os.O_PATH | os.O_CLOEXEC)))
                 except OSError:
                     continue
+        # Told apart from what a job mounts over them by device number, read before any job.
+        self._base = {path: os.stat(path).st_dev for path, _ in config.job_tmpfs}
+        self._base["/proc"] = os.fstat(pin_proc()).st_dev
         self._mounted: list[str] = []
+        self._proc_pending = False
+        """Whether a job may have mounted a ``/proc`` of its own not yet released."""
+        self._problems: list[str] = []
 
     def probe(self) -> str | None:
         """Mount and detach the job file systems once, before serving: None when that works (or
@@ -72,6 +79,7 @@ class JobFileSystems:
     def open(self) -> None:
         """Mount the job's file systems, where fresh ones are used (``workdir`` and ``tmpdir``
         are then created in them by :func:`.workdir.prepare`)."""
+        self._proc_pending = True
         if self.fresh:
             try:
                 for path, mib in self.config.job_tmpfs:
@@ -99,16 +107,36 @@ class JobFileSystems:
         """Detach the job's file systems (or wipe its directories); what could not be undone
         (empty when all went: otherwise the worker must not serve again)."""
         problems = []
-        try:
-            detach_job_proc()
-        except OSError as error:
-            problems.append(str(error))
+        if self._proc_pending:
+            self._proc_pending = False
+            problems += self._detach("/proc")
         if not self.fresh:
             return [*problems, *wipe(self.workdir, self.tmpdir, self.config.wipe, self.keep)]
         while self._mounted:
-            path = self._mounted.pop()
-            try:
-                native.detach(path)
-            except OSError as error:
-                problems.append(str(error))
+            problems += self._detach(self._mounted.pop())
         return problems
+
+    def _detach(self, path: str) -> list[str]:
+        try:
+            detach_down_to(path, self._base[path])
+        except OSError as error:
+            return [f"{path}: {error}"]
+        return []
+
+
+_MOST_STACKED = 8
+"""Mounts detached at one path at most before giving up (a job can mount nothing itself)."""
+
+
+def detach_down_to(path: str, base_device: int) -> None:
+    """Detach mounts at ``path`` until the file system there is ``base_device`` again.
+
+    Raises:
+        OSError: one could not be detached, or more than :data:`_MOST_STACKED` were found.
+    """
+    for _ in range(_MOST_STACKED):
+        if os.stat(path).st_dev == base_device:
+            return
+        native.detach(path)
+    if os.stat(path).st_dev != base_device:
+        raise OSError(0, f"{path}: more than {_MOST_STACKED} mounts to detach")

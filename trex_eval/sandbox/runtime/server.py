@@ -10,10 +10,12 @@ it sends one ``ready`` message, then answers each job request with one reply, un
 
 Jobs are not forked from this process: it reads every job's request and reply, and a fork carries
 its parent's memory, freed parts included. They are forked from the zygote (:mod:`.zygote`),
-forked from here at start-up before any job, which never holds a byte of one. Per job this process
-mounts a fresh ``/tmp`` and ``/dev/shm`` (:mod:`.jobfs`), writes the job's files, sets the next pid
-at random, has the zygote fork the job, watches it (:mod:`.supervise`), collects its output, result
-channel and model files, and unmounts what the job wrote.
+forked from here at start-up before any job, which never holds a byte of one; each job is forked
+ahead of its request (the pid counter set at random first) and waits. Per job this process mounts
+a fresh ``/tmp`` and ``/dev/shm`` (:mod:`.jobfs`), writes the job's files, sends the waiting job its
+plan, watches it (:mod:`.supervise`), collects its output, result channel and model files, has
+the next job forked, and detaches what the job wrote once the reply is sent (a worker that could
+not undo a job's traces answers the next request ``not_run`` and stops).
 
 Start-up checks live in ``confinement``, the job's file systems in ``jobfs`` and ``workdir``,
 the watching in ``supervise``, the process table in ``processes`` and warming in ``warming``.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from typing import Any
 
 from . import framing, native
@@ -42,10 +45,12 @@ from .confinement import (
 )
 from .contract import WorkerConfig
 from .jobfs import JobFileSystems
+from .memory import MemoryLimit, protect_self
 from .processes import pin_proc, sweep_descendants
 from .supervise import CpuCounter, DiskWatch, Watch, watch
 from .warming import Demand
-from .zygote import Zygote, ZygoteFacts, ZygoteGone
+from .zygote import ZygoteFacts
+from .zygote_client import Zygote, ZygoteGone
 
 
 def main(argv: list[str]) -> int:
@@ -63,6 +68,9 @@ def main(argv: list[str]) -> int:
     native.prctl(native.PR_SET_CHILD_SUBREAPER, 1)
     # A job of the same uid (no job uid of its own) must not read this process's memory.
     native.prctl(native.PR_SET_DUMPABLE, 0)
+    # The zygote inherits it; each job undoes it for itself (runtime.memory).
+    if not protect_self():
+        confinement.notes.append("out-of-memory killer may pick the worker (oom_score_adj not settable)")
     check_job_uid(config, confinement)
     if config.job_tmpfs:
         kept_under_job_tmpfs(config, confinement)
@@ -82,6 +90,8 @@ def main(argv: list[str]) -> int:
     zygote = Zygote.start(config, facts)
     # After the zygote exists: where jobs share the worker's uid, it is one of the uid's processes.
     calibrate_process_limit(confinement)
+    randomise_pid_counter(confinement)
+    zygote.fork_ahead()
     framing.write_frame(
         proto_out,
         {
@@ -101,10 +111,18 @@ def main(argv: list[str]) -> int:
     )
     server = Server(config, confinement, files, zygote)
     demand = Demand(config)
+    problems: list[str] = []
     while True:
         try:
             request = framing.read_frame(proto_in)
         except framing.FrameError:
+            return 0
+        if problems:
+            # Traces of the last job are left: this worker must not run another. The pool runs
+            # this one on a new worker.
+            reason = f"could not clean the job's directories: {'; '.join(problems)}"[:1000]
+            print(f"worker retires: {reason}", file=sys.stderr, flush=True)
+            framing.write_frame(proto_out, {"id": request.get("id"), "not_run": True, "retire": reason}, {})
             return 0
         blobs: dict[str, bytes] = {}
         try:
@@ -122,8 +140,10 @@ def main(argv: list[str]) -> int:
             reply["retire"] = server.retire
         framing.write_frame(proto_out, reply, blobs)
         if server.retire is not None:
-            # Traces of a job are left: this worker must not serve another (the pool starts a new one).
             return 0
+        del reply, blobs
+        # After the reply: the harness reads it meanwhile.
+        problems = files.close()
         # After the reply, so the import's cost is off this job's path.
         wanted = demand.after_job(str(request.get("code", "")), real_gurobipy=request.get("gurobi") == "real")
         if wanted:
@@ -144,10 +164,11 @@ class Server:
         self.files = files
         self.zygote = zygote
         self.counter = CpuCounter(config.cpu_usage_fd, config.cpu_usage_format)
+        self.memory = MemoryLimit(config.memory_fds, config.cpu_usage_format)
         cores = len(os.sched_getaffinity(0)) or os.cpu_count() or 1
         self.share_cpus = cores / max(1, config.lanes)
         self.retire: str | None = None
-        """Set when a job's file systems could not be undone: why (the worker then stops)."""
+        """Set when the zygote is gone: why (the worker then stops after the reply)."""
 
     def run_job(self, request: dict[str, Any], blobs: dict[str, bytes]) -> dict[str, Any]:
         """Run one job; its reply (``blobs`` receives the reply's byte fields: output, channel,
@@ -171,14 +192,15 @@ class Server:
                 "nproc_limit": None if nproc is None else nproc + int(limits["max_processes"]),
                 "gurobi": request["gurobi"],
             }
-            randomise_pid_counter(self.confinement)
             disk = DiskWatch(self.config.disk_watch, self.config.disk_mib << 20)
-            pidfd, pid = self.zygote.fork(order, [stdout_fd, stderr_fd, channel.fd])
+            self.memory.hold(int(limits["memory_mib"]))
+            job = self.zygote.take()
+            self.zygote.begin(job, order, [stdout_fd, stderr_fd, channel.fd])
             sweep = self.confinement.pid_namespace_fd is None
             try:
                 watched = watch(
-                    pid,
-                    pidfd,
+                    job.pid,
+                    job.pidfd,
                     limits,
                     Watch(
                         outputs=(stdout_fd, stderr_fd),
@@ -187,16 +209,23 @@ class Server:
                         share_cpus=self.share_cpus,
                         counter=self.counter,
                         sweep=sweep,
+                        memory_bytes=None if self.memory.enforced else int(limits["memory_mib"]) << 20,
+                        tmpfs=tuple(path for path, _ in self.config.job_tmpfs) if self.files.fresh else (),
                     ),
                 )
             finally:
-                os.close(pidfd)
-            status, usage = self.zygote.reaped()
-            if sweep:
-                sweep_descendants(spare=self.zygote.pid)
+                os.close(job.pidfd)
+                out_of_memory = self.memory.release()
+            started = self.zygote.started(job)
             output_cap = int(limits["output_bytes"])
             stdout, stdout_bytes = _read_tail(stdout_fd, output_cap)
             stderr, stderr_bytes = _read_tail(stderr_fd, output_cap)
+            status, usage = self.zygote.reaped()
+            if sweep:
+                sweep_descendants(spare=self.zygote.pid)
+            # The next job is forked now, while this one's files and reply travel.
+            randomise_pid_counter(self.confinement)
+            self.zygote.fork_ahead()
             # Twice the record budget: the harness keeps at most half of it for solves.
             channel_bytes, channel_dropped = channel.read_all(2 * int(limits.get("record_mib", 16)) << 20)
             files, dropped = workdir_files.collect_files(
@@ -212,7 +241,8 @@ class Server:
                 "id": request.get("id"),
                 "exit_code": os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
                 "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-                "killed_for": watched.killed_for,
+                "started": started,
+                "killed_for": watched.killed_for or ("memory" if out_of_memory else None),
                 "wall_s": watched.wall_s,
                 "starved_s": watched.starved_s,
                 "cpu_s": usage.ru_utime + usage.ru_stime,
@@ -229,12 +259,6 @@ class Server:
             for fd in (stdout_fd, stderr_fd):
                 os.close(fd)
             channel.close()
-            try:
-                problems = self.files.close()
-            except Exception as error:
-                problems = [f"{type(error).__name__}: {error}"]
-            if problems:
-                self.retire = f"could not clean the job's directories: {'; '.join(problems)}"[:1000]
 
     def _allowance_mib(self, limits: dict[str, Any]) -> int:
         """Address space a job may add: its ``memory_mib`` less the private tmpfs it can fill.

@@ -14,6 +14,8 @@ A job's limits are its own, whatever runs beside it. The supervisor charges a jo
   been charged alone; a job that hogs CPUs itself receives at least its share and is charged
   everything. Over ``wall_s``: ``killed_for="wall"``. Still running ``real_time_cap_s(wall_s)``
   after it started, whatever it was charged: ``killed_for="starved"`` (the machine is the problem).
+* memory, where no cgroup holds it (``runtime.memory``): private resident pages of its processes
+  plus what its own tmpfs holds, sampled with the CPU; over ``memory_mib``: ``"memory"``.
 * output size (``"output"``), free space of the temporary file systems (``"disk"``, only where
   they are the host's) and, where ``RLIMIT_NPROC`` is not enforced, its process count
   (``"processes"``), every :data:`TICK_S`.
@@ -37,6 +39,7 @@ TICK_S = 0.02
 SAMPLE_S = 0.25
 _DISK_SLACK = 1 << 20
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 class Watched(NamedTuple):
@@ -86,12 +89,17 @@ class Sampler:
         self.cpu_s: float | None = None
         self._cpu_seen = 0.0
         self.starved_s = 0.0
+        self.private_bytes = 0
         self._waits: dict[int, int] = {}
 
     def _tree_cpu_and_waits(self) -> tuple[float, dict[int, int]]:
         cpu_ticks = 0
         waits: dict[int, int] = {}
+        private_pages = 0
         for pid in (self.pid, *descendants(self.pid)):
+            statm = (proc_read(f"{pid}/statm") or b"").split()
+            if len(statm) >= 3 and statm[1].isdigit() and statm[2].isdigit():
+                private_pages += max(0, int(statm[1]) - int(statm[2]))
             stat = proc_read(f"{pid}/stat")
             if stat is None:
                 continue
@@ -105,6 +113,7 @@ class Sampler:
                 parts = found.split() if found else []
                 if len(parts) >= 2 and parts[1].isdigit():
                     waits[int(tid)] = int(parts[1])
+        self.private_bytes = private_pages * _PAGE_SIZE
         return cpu_ticks / _CLOCK_TICKS, waits
 
     def sample(self) -> None:
@@ -175,6 +184,10 @@ class Watch(NamedTuple):
     counter: CpuCounter
     sweep: bool
     """No PID namespace per job: the job's descendants must be killed one by one."""
+    memory_bytes: int | None = None
+    """Where no cgroup holds the job to its ``memory_mib``: that many bytes, sampled."""
+    tmpfs: tuple[str, ...] = ()
+    """The job's own tmpfs mounts, whose contents count as its memory when it is sampled."""
 
 
 def watch(pid: int, pidfd: int, limits: dict[str, Any], how: Watch) -> Watched:
@@ -196,6 +209,8 @@ def watch(pid: int, pidfd: int, limits: dict[str, Any], how: Watch) -> Watched:
             next_sample = now + SAMPLE_S
             if sampler.cpu_s is not None and sampler.cpu_s > cpu_s:
                 killed_for = "cpu"
+            elif how.memory_bytes is not None and sampler.private_bytes + _used(how.tmpfs) > how.memory_bytes:
+                killed_for = "memory"
         charged = now - start - sampler.starved_s
         if killed_for is None and charged >= wall_s:
             # Starvation since the last sample is not known yet: look before killing.
@@ -218,6 +233,16 @@ def watch(pid: int, pidfd: int, limits: dict[str, Any], how: Watch) -> Watched:
             _kill(pidfd, pid, sweep=how.sweep)
             break
     return Watched(time.monotonic() - start, sampler.starved_s, sampler.cpu_s, killed_for)
+
+
+def _used(paths: tuple[str, ...]) -> int:
+    """Bytes the file systems at ``paths`` hold."""
+    total = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            found = os.statvfs(path)
+            total += (found.f_blocks - found.f_bfree) * found.f_frsize
+    return total
 
 
 def _kill(pidfd: int, pid: int, *, sweep: bool) -> None:

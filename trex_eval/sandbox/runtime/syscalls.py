@@ -43,6 +43,12 @@ Refused calls fail with ``EPERM`` (``clone3`` with ``ENOSYS``); nothing else cha
   of a library file (``fadvise64``; ``madvise`` with ``MADV_COLD``/``MADV_PAGEOUT``) for a later
   job to read back as bits (``mincore``, ``cachestat``, ``preadv2(RWF_NOWAIT)``), thousands of bits
   per pair of jobs. Other ``madvise`` advice and plain ``preadv2`` stay allowed (allocators use them).
+* what another job, now or later, can see: locks on the files of the view, which every worker
+  shares (``flock``; ``fcntl`` ``F_SETLK``/``F_GETLK`` and the OFD forms: 2000 bits in 0.6 s
+  between concurrent jobs), notifications of their use (``inotify``, ``fanotify``,
+  ``fcntl(F_NOTIFY)``), and counters of the whole kernel (``SO_COOKIE``; the inode numbers of
+  pidfds, ``pidfd_open`` and ``clone(CLONE_PIDFD)``); and pinning threads to CPUs
+  (``sched_setaffinity``), with which a job made itself look starved of CPU by its neighbours.
 * every system call of another ABI (i386 ``int 0x80``, x32): their numbers differ, so a filter
   written for the native numbers would not apply to them.
 
@@ -123,13 +129,26 @@ _NUMBERS: dict[str, tuple[int | None, int | None]] = {
     "madvise": (28, 233),
     "preadv2": (327, 286),
     "pwritev2": (328, 287),
+    "pidfd_open": (434, 434),
+    "sched_setaffinity": (203, 122),
+    "flock": (73, 32),
+    "fcntl": (72, 25),
+    "inotify_init": (253, None),
+    "inotify_init1": (294, 26),
+    "fanotify_init": (300, 262),
+    "getsockopt": (55, 209),
 }
-_CHECKED = ("clone", "clone3", "socketpair", "madvise", "preadv2", "pwritev2")
+_CHECKED = ("clone", "clone3", "socketpair", "madvise", "preadv2", "pwritev2", "fcntl", "getsockopt")
 _REFUSED = tuple(name for name in _NUMBERS if name not in _CHECKED)
 """Refused whatever their arguments (the others are checked below)."""
 _CLONE_NEW = 0x7E020000
 """``CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
 CLONE_NEWNET`` (``CLONE_NEWTIME`` exists for ``clone3`` and ``unshare`` only)."""
+_CLONE_PIDFD = 0x1000
+_FCNTL_LOCKS = (5, 6, 7, 36, 37, 38, 1026)
+"""``F_GETLK``, ``F_SETLK``, ``F_SETLKW``, ``F_OFD_GETLK``, ``F_OFD_SETLK``, ``F_OFD_SETLKW``,
+``F_NOTIFY``."""
+_SOL_SOCKET, _SO_COOKIE = 1, 57
 _AF_UNIX = 1
 _SOCK_STREAM = 1
 _SOCK_TYPE_MASK = 0xF  # SOCK_NONBLOCK / SOCK_CLOEXEC are flags above the type
@@ -177,7 +196,28 @@ def program(machine: str = MACHINE) -> list[tuple[int, int, int, int]]:
     # clone3(2): ENOSYS, so that the C library uses clone(2), whose flags seccomp can see.
     blocks[number["clone3"]] = [(_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS)]
     # clone(2): refuse every CLONE_NEW* flag (the flags are its first argument on both).
-    blocks[number["clone"]] = [(_LD_W_ABS, 0, 0, _ARG0), (_JSET_K, 0, 1, _CLONE_NEW), deny, allow]
+    blocks[number["clone"]] = [
+        (_LD_W_ABS, 0, 0, _ARG0),
+        (_JSET_K, 0, 1, _CLONE_NEW | _CLONE_PIDFD),
+        deny,
+        allow,
+    ]
+    # fcntl(2): all commands but file locks and directory notifications.
+    blocks[number["fcntl"]] = [
+        (_LD_W_ABS, 0, 0, _ARG1),
+        *[(_JEQ_K, len(_FCNTL_LOCKS) - index, 0, cmd) for index, cmd in enumerate(_FCNTL_LOCKS)],
+        allow,
+        deny,
+    ]
+    # getsockopt(2): all options but SO_COOKIE (a counter of the whole kernel).
+    blocks[number["getsockopt"]] = [
+        (_LD_W_ABS, 0, 0, _ARG1),
+        (_JEQ_K, 0, 3, _SOL_SOCKET),
+        (_LD_W_ABS, 0, 0, _ARG2),
+        (_JEQ_K, 0, 1, _SO_COOKIE),
+        deny,
+        allow,
+    ]
     # socketpair(2): AF_UNIX only as a stream pair.
     blocks[number["socketpair"]] = [
         (_LD_W_ABS, 0, 0, _ARG0),
