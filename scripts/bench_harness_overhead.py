@@ -28,6 +28,7 @@ from trex_eval.prompting.render import PromptRenderer
 from trex_eval.protocols.plan import plan_for
 from trex_eval.records import SampleRecord, SamplingParams
 from trex_eval.run import pipeline as runner
+from trex_eval.run.session import ReferenceModels
 from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.store import CompletionLine, RunStore
 
@@ -51,7 +52,7 @@ async def _measure(run_dir: Path, data_dir: Path, scratch: Path) -> dict[str, di
     backend = create_backend(spec)
     await backend.start()
     out = RunStore.create(scratch / "replayed", store.read_manifest())
-    references = runner._ReferenceModels()
+    references = ReferenceModels()
     timings: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     benches = {name: load_benchmark(name, data_dir=data_dir) for name in {r.benchmark for r in records}}
     plans = {name: plan_for(bench) for name, bench in benches.items()}

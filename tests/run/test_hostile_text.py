@@ -17,6 +17,7 @@ from trex_eval.benchmarks import load_benchmark
 from trex_eval.records import ExecStatus, SampleRecord, SamplingParams, Verdict
 from trex_eval.run import pipeline as runner
 from trex_eval.run.regrade import CompletionFields, plan_regrade, run_regrade
+from trex_eval.run.session import Session
 from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.store import SAMPLES, RunStore
 
@@ -159,7 +160,7 @@ def test_a_record_that_cannot_be_stored_becomes_a_harness_failure_and_the_run_go
     model = BackendSpec(
         name="r", backend="replay", model="x", options={"path": str(completions)}, sampling=SamplingParams()
     )
-    original = runner._Run._grade
+    original = Session._grade
 
     async def broken(self: Any, item: Any, problem: Any, *args: Any, **kwargs: Any) -> SampleRecord:
         record: SampleRecord = await original(self, item, problem, *args, **kwargs)
@@ -168,7 +169,7 @@ def test_a_record_that_cannot_be_stored_becomes_a_harness_failure_and_the_run_go
         execution = record.execution.model_copy(update={"isolation": "bwrap\udcff"})
         return record.model_copy(update={"execution": execution})
 
-    monkeypatch.setattr(runner._Run, "_grade", broken)
+    monkeypatch.setattr(Session, "_grade", broken)
     spec = RunSpec(model=model, benchmarks=("nl4opt",), limit=2)
     options = RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False)
     result = runner.run(spec, options)

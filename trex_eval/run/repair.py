@@ -4,8 +4,8 @@ feedback says, and the conversation of each round.
 After a sample's program ran and was graded, :func:`repair_need` decides whether the outcome is
 one the protocol repairs and gathers the facts the feedback may state (:class:`RepairFacts`);
 :class:`RepairTemplate` renders them from ``prompts/repair.j2``; :func:`conversation` appends the
-model's answer and the feedback to the prompt. The run (:mod:`trex_eval.run.pipeline`) asks the
-model again, up to ``N`` times, and stores every round with the sample
+model's answer and the feedback to the prompt. The run (:mod:`trex_eval.run.repair_rounds`) asks
+the model again, up to ``N`` times, and stores every round with the sample
 (:class:`~trex_eval.records.RepairRound`).
 
 **What is repaired** (the default feedback mode, ``execution``): no code extracted, a syntax or

@@ -1,0 +1,327 @@
+"""One session of a run: what is left to do, the sandbox pool, the backend, the counters.
+
+Every (benchmark, problem, sample) pair left is an independent asyncio task (:meth:`Session._sample`):
+its completion is appended to ``completions.jsonl`` the moment it arrives, then it waits for a
+sandbox slot, is graded, and its record is appended to ``samples.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Sequence
+from pathlib import Path
+
+from trex_eval.backends.base import Backend, GenerationRequest, create_backend
+from trex_eval.grading.lp import parse_lp
+from trex_eval.records import (
+    Completion,
+    ExecStatus,
+    Execution,
+    GraderKind,
+    LinearModel,
+    Problem,
+    Program,
+    Prompt,
+    SampleRecord,
+    StructureReference,
+    Verdict,
+)
+from trex_eval.run import provenance
+from trex_eval.run.prepare import PreparedBenchmark
+from trex_eval.run.progress import RunProgress
+from trex_eval.run.repair import RepairTemplate
+from trex_eval.run.repair_rounds import RETRIED, repair_rounds
+from trex_eval.run.reuse import reusable_executions
+from trex_eval.run.spec import RunOptions, RunSpec
+from trex_eval.sandbox import SandboxLimits, SandboxPool, warm_up_verification
+from trex_eval.store import CompletionLine, RunStore, SampleKey
+
+REPLAY_MISSING = "no recorded completion for "
+"""How the ``replay`` backend's error for a sample its file does not hold begins: such a sample is
+graded :attr:`~trex_eval.records.Verdict.MISSING`, not ``api_error`` (nothing was requested)."""
+
+
+class ReferenceModels:
+    """Parses each reference LP once (thread-safe enough: parsing is idempotent)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, LinearModel] = {}
+
+    def __call__(self, reference: StructureReference) -> LinearModel:
+        model = self._cache.get(reference.lp_path)
+        if model is None:
+            model = parse_lp(Path(reference.lp_path).read_text(encoding="utf-8"))
+            self._cache[reference.lp_path] = model
+        return model
+
+
+class Session:
+    """One session of a run: what is left to do, the sandbox pool, the backend, the counters.
+
+    Every (benchmark, problem, sample) pair left is an independent task of :meth:`_sample`.
+    """
+
+    def __init__(
+        self, spec: RunSpec, options: RunOptions, prepared: Sequence[PreparedBenchmark], store: RunStore
+    ) -> None:
+        self.spec, self.options, self.prepared, self.store = spec, options, prepared, store
+        # A sample whose model request failed, or whose completion was not recorded, is tried
+        # again when the run is resumed.
+        self.graded = {r.key for r in store.iter_samples() if not retried(r)}
+        # (sample key, round) -> the completion stored for it (the last one written wins).
+        self.stored: dict[tuple[SampleKey, int], CompletionLine] = {
+            (line.key, line.round): line for line in store.iter_completions() if line.completion.error is None
+        }
+        self.repair = RepairTemplate() if spec.repair.rounds else None
+        self.todo: list[tuple[PreparedBenchmark, Problem, int]] = [
+            (item, problem, i)
+            for item in prepared
+            for problem in item.problems
+            for i in range(spec.samples)
+            if (item.bench.name, problem.id, i) not in self.graded
+        ]
+        self.notes: list[str] = []
+        self.reusable, reuse_notes = reusable_executions(options.reuse_executions, prepared, spec)
+        self.notes += reuse_notes
+        # Programs must not read the answers (data directory, benchmark folders) or other
+        # samples' grades (run directories).
+        hidden = {str(store.root.resolve().parent), *(str(item.bench.root) for item in prepared)}
+        if options.data_dir is not None:
+            hidden.add(str(options.data_dir))
+        if options.reuse_executions is not None:
+            hidden.add(str(options.reuse_executions.resolve().parent))
+        self.pool = SandboxPool(
+            limits=SandboxLimits(),
+            workers=options.workers,
+            verify=False,  # the grading step verifies (EvaluationPlan.judge)
+            isolation=options.isolation,  # type: ignore[arg-type]
+            hidden=tuple(sorted(hidden)),
+        )
+        # With every execution reusable the pool starts only if a program differs after all.
+        self.pool_lazy = bool(self.reusable) and all(item.bench.name in self.reusable for item in prepared)
+        self.pool_started = False
+        self.pool_lock = asyncio.Lock()
+        # With repair, any sample left may need a round nobody has generated yet.
+        needs_model = any(((item.bench.name, p.id, i), 0) not in self.stored for item, p, i in self.todo) or (
+            self.repair is not None and bool(self.todo)
+        )
+        self.backend: Backend | None = create_backend(spec.model) if needs_model else None
+        self.progress = RunProgress(
+            {item.bench.name: (item.entry.title, len(item.problems) * spec.samples) for item in prepared},
+            enabled=options.show_progress,
+        )
+        self.references = ReferenceModels()
+        self.generated_now = 0
+        self.graded_now = 0
+        self.executed_now = 0
+        self.reused_now = 0
+        self.endpoint_stats: list[dict[str, object]] = []
+
+    async def execute(self) -> None:
+        """Do what is left: start the pool and backend, run every sample task, stop them."""
+        # Problems, prompts and stored completions live for the whole run; moving them out of the
+        # collector's reach keeps full collections (triggered by per-sample records) from
+        # re-scanning them: halves the harness's per-sample overhead
+        # (scripts/bench_harness_overhead.py).
+        gc.collect()
+        gc.freeze()
+        try:
+            if not self.pool_lazy:
+                # The objective grader's first verification loads the harness's own solver:
+                # loaded while the workers start, it no longer holds up the first grade.
+                objective = any(item.plan.kind is GraderKind.OBJECTIVE for item in self.prepared)
+                warming = asyncio.to_thread(warm_up_verification) if objective else asyncio.sleep(0)
+                await asyncio.gather(self._start_pool(), warming)
+            self._announce()
+            if self.backend is not None:
+                await self.backend.start()
+            self._record_provenance()
+            with self.progress:
+                tasks = [asyncio.ensure_future(self._sample(*job)) for job in self.todo]
+                try:
+                    await asyncio.gather(*tasks)
+                except BaseException:
+                    # One failure ends the run: stop the others before the pool and backend go away.
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
+        finally:
+            if self.backend is not None:
+                live = getattr(self.backend, "endpoint_stats", None)  # clients of endpoints only
+                self.endpoint_stats = list(live()) if callable(live) else []
+                await self.backend.close()
+            if self.pool_started:
+                await asyncio.to_thread(self.pool.close)
+            gc.unfreeze()
+
+    async def _start_pool(self) -> None:
+        async with self.pool_lock:
+            if self.pool_started:
+                return
+            await asyncio.to_thread(self.pool.start)
+            self.pool_started = True
+        self.progress.note(f"sandbox isolation: {self.pool.isolation}")
+        for warning in self.pool.isolation_report.warnings:  # programs can read the answers
+            self.progress.note(warning)
+
+    def _announce(self) -> None:
+        for note in self.notes:
+            self.progress.note(f"note: {note}")
+        for item in self.prepared:
+            if item.bench.row_errors:
+                self.progress.note(
+                    f"{item.bench.name}: {len(item.bench.row_errors)} data rows skipped, first: "
+                    f"{item.bench.row_errors[0]} "
+                    f"(`trex-eval benchmarks validate {item.entry.source}` lists them)"
+                )
+        if self.graded:
+            restored = [r for r in self.store.iter_samples() if r.key in self.graded]
+            for item in self.prepared:
+                mine = [r for r in restored if r.benchmark == item.bench.name]
+                self.progress.restore(
+                    item.bench.name, done=len(mine), passed=sum(r.grade.passed for r in mine)
+                )
+
+    def _record_provenance(self) -> None:
+        manifest = self.store.read_manifest()
+        backend = dict(self.backend.describe()) if self.backend else None
+        sandbox: dict[str, object] = (
+            self.pool.describe()
+            if self.pool_started
+            else {"not_started": f"executions reused from {self.options.reuse_executions}"}
+        )
+        if self.options.reuse_executions is not None:
+            sandbox["executions_reused_from"] = str(self.options.reuse_executions)
+            sandbox["reused_for"] = sorted(self.reusable)
+        session = provenance.collect(self.options.data_dir, sandbox=sandbox, backend=backend)
+        if manifest.provenance:
+            # A resumed run: keep what every earlier session ran with.
+            earlier = [*manifest.provenance.get("earlier_sessions", []), {**manifest.provenance}]
+            for entry in earlier:
+                entry.pop("earlier_sessions", None)
+            session["earlier_sessions"] = earlier
+        self.store.write_manifest(manifest.model_copy(update={"provenance": session}))
+
+    async def _sample(self, item: PreparedBenchmark, problem: Problem, index: int) -> None:
+        key: SampleKey = (item.bench.name, problem.id, index)
+        line = self.stored.get((key, 0))
+        if line is None:
+            prompt = item.renderer.render(problem, few_shot=item.shots.get(problem.id, ()))
+            line = await self._generate(item, problem, index, prompt=prompt)
+        record = await self._grade(item, problem, line.prompt, line.completion)
+        if self.repair is not None:
+            record = await repair_rounds(
+                record,
+                problem=problem,
+                template=self.repair,
+                plan=item.plan,
+                settings=self.spec.repair,
+                stored=lambda number: self.stored.get((record.key, number)),
+                generate=lambda prompt, number: self._generate(
+                    item, problem, record.sample_index, prompt=prompt, round_index=number
+                ),
+                grade=lambda prompt, completion, number: self._grade(
+                    item, problem, prompt, completion, round_index=number
+                ),
+            )
+        # Held to the record budget; a record that cannot be stored becomes a harness failure.
+        stored = self.store.append_sample(record, max_bytes=item.plan.limits.record_mib << 20)
+        if stored.grade.verdict is Verdict.HARNESS_ERROR:
+            self.progress.note(f"{item.bench.name} {problem.id} sample {index}: {stored.grade.reason}")
+        self.graded_now += 1
+        self.progress.graded(item.bench.name, passed=stored.grade.passed)
+
+    async def _generate(
+        self, item: PreparedBenchmark, problem: Problem, index: int, *, prompt: Prompt, round_index: int = 0
+    ) -> CompletionLine:
+        """Ask the model for sample ``index`` of ``problem`` (round ``round_index``: ``prompt`` is
+        then the whole conversation) and append the answer to ``completions.jsonl`` at once."""
+        assert self.backend is not None
+        sampling = self.spec.model.sampling
+        seed = None if sampling.seed is None else sampling.seed + index
+        completion = await self.backend.generate(
+            GenerationRequest(
+                problem=problem,
+                prompt=prompt,
+                params=sampling,
+                sample_index=index,
+                seed=seed,
+                round=round_index,
+            )
+        )
+        line = CompletionLine(
+            benchmark=item.bench.name, prompt=prompt, completion=completion, round=round_index
+        )
+        self.store.append_completion(line)
+        self.generated_now += 1
+        if round_index == 0:  # the progress bars count samples; repair rounds are extra requests
+            self.progress.generated(item.bench.name)
+        return line
+
+    async def _grade(
+        self,
+        item: PreparedBenchmark,
+        problem: Problem,
+        prompt: Prompt,
+        completion: Completion,
+        *,
+        round_index: int = 0,
+    ) -> SampleRecord:
+        plan = item.plan
+        program = plan.extract(completion)
+        if completion.error is not None:
+            execution = Execution(status=ExecStatus.NOT_RUN, detail=f"no completion: {completion.error}")
+            if self.spec.model.backend == "replay" and completion.error.startswith(REPLAY_MISSING):
+                grade = plan.failed(Verdict.MISSING, f"no completion recorded: {completion.error}")
+            else:
+                grade = plan.failed(Verdict.API_ERROR, f"the model request failed: {completion.error}")
+        elif program.code is None:
+            execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
+            grade = plan.grade(problem, execution, reference_model=self.references)
+        else:
+            execution = await self._execution(item, problem, program, completion.sample_index, round_index)
+            # Claims are verified here, off the sandbox lanes, and only where a verdict hangs on it.
+            execution, grade = await asyncio.to_thread(
+                plan.judge, problem, execution, reference_model=self.references
+            )
+            # A rule's conversion fallback (optmath:fallback=true) runs its rewrites of a miss.
+            grade = await plan.fallback(
+                problem,
+                program,
+                grade,
+                run=lambda code: self._execution(item, problem, code, completion.sample_index, round_index),
+                reference_model=self.references,
+            )
+        return SampleRecord(
+            benchmark=item.bench.name,
+            problem_id=problem.id,
+            sample_index=completion.sample_index,
+            prompt=prompt,
+            completion=completion,
+            program=program,
+            execution=execution,
+            grade=grade,
+        )
+
+    async def _execution(
+        self, item: PreparedBenchmark, problem: Problem, program: Program, index: int, round_index: int = 0
+    ) -> Execution:
+        """The stored execution of the same program when one is reusable, else a fresh run."""
+        stored = self.reusable.get(item.bench.name, {}).get((problem.id, index, round_index))
+        if stored is not None and stored[0].code == program.code:
+            self.reused_now += 1
+            return stored[1]
+        if not self.pool_started:
+            await self._start_pool()
+        self.executed_now += 1
+        return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits)
+
+
+def retried(record: SampleRecord) -> bool:
+    """Whether a stored sample is tried again on resume: its model request failed, or no
+    completion was recorded for it, in round 0 or in its last repair round. A harness failure to
+    store it is not: the same record would fail again, and a resume must be able to finish."""
+    last = record.rounds[-1].grade if record.rounds else record.grade
+    return record.grade.verdict in RETRIED or last.verdict in RETRIED
