@@ -90,7 +90,7 @@ def test_sigterm_keeps_the_finished_samples_and_names_the_resume_command(
         "run", "--resume", str(run_dir), "--no-progress", env={"TREX_DATA_DIR": str(data_dir)}, columns=250
     )
     # Completions generated before the signal are kept too: the resume grades, it need not generate.
-    assert f" generated, {60 - kept} graded)" in resumed.stdout
+    assert f"this session: 0 generated, {60 - kept} graded; the run holds 60 graded samples" in resumed.stdout
     assert samples.read_text().count("\n") == 60
 
 

@@ -13,7 +13,7 @@ from records_factory import entry, manifest, sample
 
 from trex_eval.records import SampleRecord, Verdict
 from trex_eval.report import HtmlOptions, RunResults, arrange, load_run, render_html_report
-from trex_eval.report.html import encode_blob
+from trex_eval.report.drilldown import encode_blob
 
 UNCLIPPED = HtmlOptions(text_limit=10**9)
 

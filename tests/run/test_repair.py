@@ -36,7 +36,8 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.report import load_runs, render_comparison_markdown, render_html_report
-from trex_eval.report.compare import compare_runs, comparison_frame
+from trex_eval.report.compare import compare_runs
+from trex_eval.report.compare_table import comparison_frame
 from trex_eval.report.summary import summarize
 from trex_eval.run import pipeline as runner
 from trex_eval.run.regrade import CompletionFields, plan_regrade, run_regrade

@@ -506,5 +506,6 @@ def dry_run(spec: BackendSpec) -> Mapping[str, object]:
     elif backend._loopback:
         facts["authentication"] = f"none (${variable} unset; loopback endpoint)"
     else:
-        facts["authentication"] = f"${variable} is NOT set: the run would stop at start-up"
+        facts["authentication"] = f"${variable} is NOT set"
+        facts["problem"] = f"${variable} is not set: the run would stop at start-up (export it first)"
     return facts

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -69,6 +70,9 @@ class ReplayOptions(BaseModel):
     sample_field: str | None = None
     benchmark_field: str | None = None
     round_field: str | None = None
+    allow_torn: bool = False
+    """Grade a file whose last line is cut off (no line break, not valid JSON) without that line,
+    instead of refusing it; a run directory's own file may end so after a crash."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class ReplayIndex:
     completions: Mapping[ReplayKey, Completion]
     records: int
     skipped_torn_line: bool
+    torn_problem_id: str | None = None
+    """The problem id read from the torn line, where its id field survived the cut."""
     later_rounds: Mapping[tuple[ReplayKey, int], Completion] = field(default_factory=dict)
     """Completions of repair rounds 1, 2, ... by (key, round); ``completions`` holds round 0."""
 
@@ -134,7 +140,8 @@ def load_index(path: Path, options: ReplayOptions, *, model: str | None = None) 
         model: ``Completion.model`` for records that hold only a text.
 
     Raises:
-        ConfigError: the file cannot be read, or a line is malformed (``file:line`` in ``where``).
+        ConfigError: the file cannot be read, a line is malformed (``file:line`` in ``where``), or
+            the last line is cut off and ``options.allow_torn`` is not set.
     """
     try:
         data = path.read_bytes()
@@ -145,6 +152,7 @@ def load_index(path: Path, options: ReplayOptions, *, model: str | None = None) 
     reader = _RecordReader(path, options, model=model)
     lines = data.split(b"\n")
     torn = False
+    torn_id: str | None = None
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -152,10 +160,19 @@ def load_index(path: Path, options: ReplayOptions, *, model: str | None = None) 
         try:
             record = _json_object(raw)
         except ValueError as exc:
-            if is_last:  # no line break after it: an interrupted append
-                torn = True
-                continue
-            raise ConfigError(f"malformed line: {exc}", where=f"{path}:{number}") from None
+            if not is_last:
+                raise ConfigError(f"malformed line: {exc}", where=f"{path}:{number}") from None
+            # No line break after it: an interrupted append, or a file cut short.
+            if not options.allow_torn:
+                raise ConfigError(
+                    "the last line is cut off (no line break after it, and not valid JSON): the file "
+                    "may be incomplete",
+                    where=f"{path}:{number}",
+                    hint="complete or remove that line, or pass --allow-torn-line to grade without it "
+                    "(its problem then counts as missing)",
+                ) from None
+            torn, torn_id = True, _torn_id(raw, options.id_field)
+            continue
         reader.add(record, line=number)
     return ReplayIndex(
         path=path,
@@ -164,8 +181,24 @@ def load_index(path: Path, options: ReplayOptions, *, model: str | None = None) 
         completions=reader.completions,
         records=reader.records,
         skipped_torn_line=torn,
+        torn_problem_id=torn_id,
         later_rounds=reader.later_rounds,
     )
+
+
+def _torn_id(raw: bytes, id_field: str) -> str | None:
+    """The value of a top-level ``id_field`` in a JSON line cut short, where it survived the cut
+    (a string or an integer followed by a delimiter); ``None`` otherwise."""
+    key = re.escape(json.dumps(id_field))
+    found = re.search(key.encode() + rb'\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+)\s*[,}])', raw)
+    if found is None:
+        return None
+    if found.group(1) is not None:
+        try:
+            return str(json.loads(b'"' + found.group(1) + b'"'))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+    return found.group(2).decode()
 
 
 def _json_object(raw: bytes) -> dict[str, object]:

@@ -240,6 +240,12 @@ def plan_serve(
     if problem is None and gpus.count and per_node > gpus.count:
         problem = f"the layout needs {per_node} GPUs on this node but {gpus.count} are visible"
     source = hubs.model_source(model, hub=options.hub, revision=options.revision)
+    if model.startswith("<") and model.endswith(">"):
+        problem = f"the preset names no checkpoint yet ({model}): pass --opt model=/path/to/checkpoint"
+    elif source.kind == "local" and not Path(source.model).is_dir():
+        problem = f"no model folder at {source.model}"
+    elif problem is None and options.large and gpus.count == 0:
+        problem = "the preset is a large model for GPUs, and no GPU is visible here"
     weights, weights_from = gpu_probe.weight_bytes(
         hubs.cached_snapshot(source), weights_gib=options.weights_gib
     )

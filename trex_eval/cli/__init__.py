@@ -9,14 +9,26 @@ from __future__ import annotations
 import inspect
 import signal
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from typer.core import TyperOption
 
 from trex_eval import __version__
-from trex_eval.cli import benchmarks_cmd, catalogue_cmd, data_cmd, report_cmd, run_cmd
+from trex_eval.cli import (
+    audit_cmd,
+    benchmarks_cmd,
+    catalogue_cmd,
+    compare_cmd,
+    data_cmd,
+    grade_cmd,
+    leaderboard_cmd,
+    report_cmd,
+    run_cmd,
+)
 from trex_eval.cli._common import describe_os_error, err, out
+from trex_eval.cli.finish import EXIT_USER_ERROR
 from trex_eval.errors import TrexError
 
 app = typer.Typer(
@@ -30,12 +42,28 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Inherited by every subcommand's context.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(data_cmd.app, name="data")
 app.add_typer(benchmarks_cmd.app, name="benchmarks")
-run_cmd.register(app)
+app.command("run")(run_cmd.run)
+app.command("grade")(grade_cmd.grade)
+app.command("audit")(audit_cmd.audit)
 catalogue_cmd.register(app)
-report_cmd.register(app)
+app.command("leaderboard")(leaderboard_cmd.leaderboard)
+app.command("compare")(compare_cmd.compare)
+app.command("report")(report_cmd.report)
+
+
+def _type_of_valued_options(self: TyperOption, ctx: Any) -> str | None:
+    """An option's type in the help, for options that take a value: typer writes one for every
+    option, so flags (``--dry-run``) read as if they took a ``<bool>``."""
+    return None if self.is_flag else _typer_type_label(self, ctx)
+
+
+_typer_type_label = TyperOption.display_type_rich
+TyperOption.display_type_rich = _type_of_valued_options  # type: ignore[method-assign]
 
 
 def _reflow(doc: str | None) -> str | None:
@@ -86,10 +114,11 @@ def main() -> None:
     try:
         app()
     except TrexError as exc:
-        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
-        sys.exit(2)
+        # The message is plain text: brackets in it (`pip install 'trex-eval[vllm]'`) are not markup.
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USER_ERROR)
     except OSError as exc:
         # A path the user gave cannot be read or written (permissions, a missing folder, a full disk).
         message = escape(describe_os_error(exc))
         err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(EXIT_USER_ERROR)

@@ -1,11 +1,10 @@
-"""Options and consoles shared by the command modules."""
+"""Consoles and helpers shared by the command modules (the options themselves: :mod:`.options`)."""
 
 from __future__ import annotations
 
 import errno
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -78,22 +77,3 @@ def data_dir_or_pull(explicit: Path | None) -> Path:
         task = progress.add_task("trex data", total=None)
         path = data.pull(progress=lambda done, total: progress.update(task, completed=done, total=total))
     return data.resolve_data_dir(path)
-
-
-DataDirOption = Annotated[
-    Optional[Path],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
-    typer.Option(
-        "--data-dir",
-        help="Benchmark data root (holds data/ and evaluation/). Default: $TREX_DATA_DIR, then the user "
-        "cache.",
-        show_default=False,
-    ),
-]
-
-
-ModelsFileOption = Annotated[
-    Optional[Path],  # noqa: UP045
-    typer.Option(
-        "--models-file", help="Extra presets file (overrides shipped and user presets).", show_default=False
-    ),
-]

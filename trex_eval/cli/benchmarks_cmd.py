@@ -12,7 +12,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from trex_eval.cli._common import DataDirOption, data_dir_for, echo_text, err, out
+from trex_eval.cli._common import data_dir_for, echo_text, err, out
+from trex_eval.cli.options import DataDirOption
 from trex_eval.errors import TrexError
 
 if TYPE_CHECKING:

@@ -8,7 +8,8 @@ import textwrap
 import typer
 from rich.markup import escape
 
-from trex_eval.cli._common import ModelsFileOption, err, out
+from trex_eval.cli._common import err, out
+from trex_eval.cli.options import ModelsFileOption
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from trex_eval.cli._common import DataDirOption, err, out
+from trex_eval.cli._common import err, out
+from trex_eval.cli.options import DataDirOption
 from trex_eval.errors import TrexError
 
 app = typer.Typer(help="Download, locate and verify the benchmark data.", no_args_is_help=True)

@@ -25,10 +25,9 @@ if TYPE_CHECKING:
         PairedBenchmark,
         PairedOverall,
         compare_runs,
-        comparison_frame,
         select_baseline,
-        write_comparison_csv,
     )
+    from trex_eval.report.compare_table import comparison_frame, write_comparison_csv
     from trex_eval.report.html import HtmlOptions, render_html_report, write_html_report
     from trex_eval.report.intervals import IntervalSettings
     from trex_eval.report.leaderboard import (
@@ -78,7 +77,7 @@ _EXPORTS: dict[str, str] = {
     "build_leaderboard": "trex_eval.report.leaderboard",
     "classify": "trex_eval.report.outcomes",
     "compare_runs": "trex_eval.report.compare",
-    "comparison_frame": "trex_eval.report.compare",
+    "comparison_frame": "trex_eval.report.compare_table",
     "leaderboard_frame": "trex_eval.report.leaderboard",
     "leaderboard_from_dirs": "trex_eval.report.leaderboard",
     "load_published": "trex_eval.report.published",
@@ -95,7 +94,7 @@ _EXPORTS: dict[str, str] = {
     "summarize": "trex_eval.report.summary",
     "summarize_results": "trex_eval.report.summary",
     "summary_json": "trex_eval.report.summary",
-    "write_comparison_csv": "trex_eval.report.compare",
+    "write_comparison_csv": "trex_eval.report.compare_table",
     "write_html_report": "trex_eval.report.html",
     "write_leaderboard_csv": "trex_eval.report.leaderboard",
 }

@@ -45,7 +45,7 @@ from trex_eval.report.runs import BenchmarkResults, RunResults, natural_key
 from trex_eval.report.summary import RunIdentity, distinct_labels, identify
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 
 class RepairedPair(Record):
@@ -120,12 +120,15 @@ class Comparison(Record):
 
 
 class ComparisonSet(Record):
-    """Every candidate against one baseline, with the interval settings used throughout."""
+    """Every candidate against one baseline, with the interval settings used throughout;
+    ``unpaired`` says which runs could not be paired with the baseline and why (only with
+    ``compare_runs(skip_unpairable=True)``)."""
 
     baseline: RunIdentity
     baseline_label: str
     comparisons: tuple[Comparison, ...]
     interval: IntervalSettings
+    unpaired: tuple[str, ...] = ()
 
 
 def select_baseline(runs: Sequence[RunResults], reference: str | Path) -> int:
@@ -155,12 +158,16 @@ def compare_runs(
     baseline: int = 0,
     interval: IntervalSettings | None = None,
     common: bool = False,
+    skip_unpairable: bool = False,
 ) -> ComparisonSet:
     """Compare every run with ``runs[baseline]`` (rules in the module docstring).
+    ``skip_unpairable`` leaves out a run whose data or selection differs from the baseline's
+    (named in :attr:`ComparisonSet.unpaired` with the reason) instead of raising.
 
     Raises:
-        ConfigError: fewer than two runs, ``baseline`` out of range, a run given twice, or a
-            shared benchmark whose data or problem selection differs between two runs.
+        ConfigError: fewer than two runs, ``baseline`` out of range, a run given twice, a
+            shared benchmark whose data or problem selection differs between two runs (unless
+            ``skip_unpairable``), or no run left to compare.
     """
     if len(runs) < 2:
         raise ConfigError("a comparison needs at least two runs")
@@ -171,18 +178,33 @@ def compare_runs(
         raise ConfigError(f"a run is given more than once: {', '.join(run_ids)}")
     settings = interval or IntervalSettings()
     labels = distinct_labels([identify(run) for run in runs])
-    comparisons = tuple(
-        _compare_pair(
-            runs[baseline], run, labels=(labels[baseline], labels[index]), interval=settings, common=common
-        )
-        for index, run in enumerate(runs)
-        if index != baseline
-    )
+    comparisons: list[Comparison] = []
+    unpaired: list[str] = []
+    for index, run in enumerate(runs):
+        if index == baseline:
+            continue
+        try:
+            comparisons.append(
+                _compare_pair(
+                    runs[baseline],
+                    run,
+                    labels=(labels[baseline], labels[index]),
+                    interval=settings,
+                    common=common,
+                )
+            )
+        except ConfigError as error:
+            if not skip_unpairable:
+                raise
+            unpaired.append(f"{labels[index]}: {error.message}")
+    if not comparisons:
+        raise ConfigError(f"no run can be paired with the baseline: {'; '.join(unpaired)}")
     return ComparisonSet(
         baseline=identify(runs[baseline]),
         baseline_label=labels[baseline],
-        comparisons=comparisons,
+        comparisons=tuple(comparisons),
         interval=settings,
+        unpaired=tuple(unpaired),
     )
 
 
@@ -229,114 +251,6 @@ def _compare_pair(
         overall=_overall(pairs, differences, interval) if pairs else None,
         warnings=tuple(warnings),
     )
-
-
-# --------------------------------------------------------------------------- CSV
-
-
-def comparison_frame(result: ComparisonSet) -> pd.DataFrame:
-    """One row per (candidate, benchmark) plus one ``overall`` row per candidate, columns:
-    ``baseline_run_id, candidate_run_id, baseline, candidate, benchmark, rule_baseline,
-    rule_candidate, dataset_sha256, n, baseline_pass@1_pct, candidate_pass@1_pct, diff_pp,
-    ciNN_low_pp, ciNN_high_pp, won, lost, both, neither, mcnemar_p, gained_ids, dropped_ids``.
-    Differences are in percentage points; flipped ids are space-separated. In ``overall`` rows the
-    scores are macro means and ``mcnemar_p`` is pooled over problems. When a compared run was made
-    with ``--repair``, six more columns hold the scores after repair (:class:`RepairedPair`):
-    ``baseline_repair_rounds, candidate_repair_rounds, baseline_pass@1_repaired_pct,
-    candidate_pass@1_repaired_pct, repaired_diff_pp, repaired_ciNN_low_pp, repaired_ciNN_high_pp``
-    (after the last round of each run; empty in ``overall`` rows and for unrepaired pairs)."""
-    import pandas as pd  # ~0.3 s of start-up that only the tables need
-
-    ci = f"ci{result.interval.confidence * 100:g}"
-    repair_columns = any(pair.repaired for comparison in result.comparisons for pair in comparison.benchmarks)
-    records: list[dict[str, object]] = []
-    for comparison in result.comparisons:
-        head: dict[str, object] = {
-            "baseline_run_id": comparison.baseline.run_id,
-            "candidate_run_id": comparison.candidate.run_id,
-            "baseline": comparison.baseline_label,
-            "candidate": comparison.candidate_label,
-        }
-        for pair in comparison.benchmarks:
-            records.append(
-                head
-                | {
-                    "benchmark": pair.benchmark,
-                    "rule_baseline": pair.baseline_rule,
-                    "rule_candidate": pair.candidate_rule,
-                    "dataset_sha256": pair.dataset_sha256,
-                    "n": pair.problems,
-                    "baseline_pass@1_pct": pair.baseline_pass_at_1 * 100,
-                    "candidate_pass@1_pct": pair.candidate_pass_at_1 * 100,
-                    "diff_pp": pair.difference * 100,
-                    f"{ci}_low_pp": pair.ci_low * 100,
-                    f"{ci}_high_pp": pair.ci_high * 100,
-                    "won": pair.won,
-                    "lost": pair.lost,
-                    "both": pair.both,
-                    "neither": pair.neither,
-                    "mcnemar_p": pair.mcnemar_p,
-                    "gained_ids": " ".join(pair.gained),
-                    "dropped_ids": " ".join(pair.dropped),
-                }
-                | (_repaired_columns(pair.repaired, ci) if repair_columns else {})
-            )
-        overall = comparison.overall
-        if overall is not None:
-            records.append(
-                head
-                | {
-                    "benchmark": "overall",
-                    "rule_baseline": None,
-                    "rule_candidate": None,
-                    "dataset_sha256": None,
-                    "n": overall.problems,
-                    "baseline_pass@1_pct": overall.baseline_macro * 100,
-                    "candidate_pass@1_pct": overall.candidate_macro * 100,
-                    "diff_pp": overall.difference * 100,
-                    f"{ci}_low_pp": overall.ci_low * 100,
-                    f"{ci}_high_pp": overall.ci_high * 100,
-                    "won": overall.won,
-                    "lost": overall.lost,
-                    "both": overall.both,
-                    "neither": overall.neither,
-                    "mcnemar_p": overall.mcnemar_p,
-                    "gained_ids": None,
-                    "dropped_ids": None,
-                }
-                | (_repaired_columns(None, ci) if repair_columns else {})
-            )
-    return pd.DataFrame.from_records(records)
-
-
-def _repaired_columns(repaired: RepairedPair | None, ci: str) -> dict[str, object]:
-    if repaired is None:
-        return dict.fromkeys(
-            (
-                "baseline_repair_rounds",
-                "candidate_repair_rounds",
-                "baseline_pass@1_repaired_pct",
-                "candidate_pass@1_repaired_pct",
-                "repaired_diff_pp",
-                f"repaired_{ci}_low_pp",
-                f"repaired_{ci}_high_pp",
-            )
-        )
-    return {
-        "baseline_repair_rounds": len(repaired.baseline_rounds) - 1,
-        "candidate_repair_rounds": len(repaired.candidate_rounds) - 1,
-        "baseline_pass@1_repaired_pct": repaired.baseline_rounds[-1] * 100,
-        "candidate_pass@1_repaired_pct": repaired.candidate_rounds[-1] * 100,
-        "repaired_diff_pp": repaired.difference * 100,
-        f"repaired_{ci}_low_pp": repaired.ci_low * 100,
-        f"repaired_{ci}_high_pp": repaired.ci_high * 100,
-    }
-
-
-def write_comparison_csv(result: ComparisonSet, path: Path) -> None:
-    """Write :func:`comparison_frame` as UTF-8 CSV (header row, no index), creating parent folders."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    comparison_frame(result).to_csv(path, index=False)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -243,6 +243,9 @@ class RunSummary(Record):
     macro_over: tuple[str, ...]
     notes: tuple[str, ...]
     definitions: dict[str, str]
+    torn_lines: int = 0
+    """Lines of the completions file graded that were cut off and skipped (their samples are
+    missing); see ``trex-eval grade --allow-torn-line``."""
 
 
 def summarize(
@@ -261,6 +264,7 @@ def summarize_results(results: RunResults, *, interval: IntervalSettings | None 
     settings = interval or IntervalSettings()
     protocol = get_protocol(results.manifest.settings.protocol)
     run_settings = results.manifest.settings
+    torn = _torn_lines(results.manifest)
     benchmarks = tuple(
         _summarize_benchmark(bench, settings, protocol, run_settings) for bench in results.benchmarks
     )
@@ -280,8 +284,24 @@ def summarize_results(results: RunResults, *, interval: IntervalSettings | None 
         macro_ci_low=low,
         macro_ci_high=high,
         macro_over=tuple(bench.benchmark for bench in benchmarks),
-        notes=tuple(note for bench in benchmarks for note in _notes(bench)),
+        notes=tuple(note for bench in benchmarks for note in _notes(bench)) + _torn_notes(torn),
         definitions=dict(DEFINITIONS),
+        torn_lines=torn,
+    )
+
+
+def _torn_lines(manifest: RunManifest) -> int:
+    """Cut-off lines the replay backend skipped in the completions file (its provenance)."""
+    backend = manifest.provenance.get("backend")
+    return int(bool(isinstance(backend, dict) and backend.get("skipped_torn_line")))
+
+
+def _torn_notes(torn: int) -> tuple[str, ...]:
+    if not torn:
+        return ()
+    return (
+        f"{torn} line of the completions file was cut off and skipped: its sample counts as missing "
+        "where its problem id could be read, and is left out otherwise",
     )
 
 

@@ -40,6 +40,7 @@ from trex_eval.report.published import PUBLISHED_DIR
 from trex_eval.report.runs import natural_key
 from trex_eval.run import pipeline as runner
 from trex_eval.run.spec import RunOptions, RunSpec, model_for_protocol
+from trex_eval.sandbox import SandboxLimits
 from trex_eval.store import RunStore
 
 AUDIT_CSV = "audit.csv"
@@ -87,6 +88,7 @@ def audit(
     csv_path: Path | None = None,
     gurobi: GurobiPolicy = "auto",
     workers: int = 2,
+    limits: SandboxLimits | None = None,
     show_progress: bool = True,
     results_dir: Path = Path("results"),
     out: Path | None = None,
@@ -120,7 +122,9 @@ def audit(
         description="each benchmark's own reference solution",
     )
     model, _ = model_for_protocol(reference, protocol)
-    spec = RunSpec(model=model, benchmarks=names, protocol=protocol, rules=rules, gurobi=gurobi)
+    spec = RunSpec(
+        model=model, benchmarks=names, protocol=protocol, rules=rules, gurobi=gurobi, limits=limits
+    )
     options = RunOptions(data_dir=data_dir, out=run_dir, workers=workers, show_progress=show_progress)
     result = runner.run(spec, options)
     order = {name: i for i, name in enumerate(names)}

@@ -83,6 +83,9 @@ class RunResult:
     reused_now: int = 0
     failure: str | None = None
     notes: tuple[str, ...] = ()
+    replayed: bool = False
+    """The completions were read from a file (the ``replay`` backend), not asked of a model:
+    ``generated_now`` counts completions read."""
 
 
 def run(spec: RunSpec, options: RunOptions | None = None) -> RunResult:
@@ -208,6 +211,7 @@ def _finish(session: Session) -> RunResult:
         reused_now=session.reused_now,
         failure=_failure(summary, records),
         notes=tuple(session.notes),
+        replayed=session.spec.model.backend == "replay",
     )
 
 

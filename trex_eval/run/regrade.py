@@ -33,6 +33,7 @@ from trex_eval.grading import get_rule
 from trex_eval.records import GraderKind, SamplingParams
 from trex_eval.run import pipeline
 from trex_eval.run.spec import RunOptions, RunSpec, superseded_rule
+from trex_eval.sandbox import SandboxLimits
 from trex_eval.store import COMPLETIONS, MANIFEST, RunSettings, RunStore
 
 LEADERBOARD_MD = "leaderboard.md"
@@ -55,6 +56,9 @@ class CompletionFields:
     prompt_set: str = "t-rex"
     samples: int = 1
     all_problems: bool = False
+    allow_torn: bool = False
+    """Grade a file whose last line is cut off without it (its problem counts as missing, where
+    its id can be read) instead of refusing the file."""
 
 
 @dataclass(frozen=True)
@@ -80,11 +84,15 @@ def plan_regrade(
     protocol: str,
     fields: CompletionFields,
     workers: int = 2,
+    limits: SandboxLimits | None = None,
     out: Path | None = None,
     command: tuple[str, ...] = (),
     show_progress: bool = True,
 ) -> Regrade:
-    """The re-grade of ``source`` (a run directory or a completions JSONL) under ``rules``.
+    """The re-grade of ``source`` (a run directory or a completions JSONL) under ``rules``;
+    ``limits`` replaces the sandbox limits (the programs then run again). Written to ``out``, by
+    default ``results/<run directory or file name>-regrade-<time>`` (``-grade-`` for a file), so
+    a re-grade is never mistaken for the run it re-graded.
 
     Raises:
         ConfigError: ``source`` is neither; a completions file comes without ``--benchmark``, or
@@ -92,11 +100,22 @@ def plan_regrade(
             its own rules (no ``rules``, same protocol) recorded a rule version this trex-eval no
             longer implements.
     """
+    stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    is_run = (source / MANIFEST).is_file()
+    default_out = (
+        Path("results")
+        / f"{_slug(source.name if is_run else source.stem)}-{'re' if is_run else ''}grade-{stamp}"
+    )
+    root = out or default_out
     options = RunOptions(
-        data_dir=data_dir, out=out, workers=workers, command=command, show_progress=show_progress
+        data_dir=data_dir,
+        out=root,
+        workers=workers,
+        command=command,
+        show_progress=show_progress,
     )
     notes: tuple[str, ...] = ()
-    if (source / MANIFEST).is_file():
+    if is_run:
         settings = RunStore(source).read_manifest().settings
         if not rules and protocol == settings.protocol:
             _check_recorded_rules(source, settings)
@@ -104,18 +123,18 @@ def plan_regrade(
         options = replace(options, reuse_executions=source)
 
         def spec_for(combo: tuple[str, ...]) -> RunSpec:
-            return RunSpec.from_settings(settings, model=model, protocol=protocol, rules=combo)
+            spec = RunSpec.from_settings(settings, model=model, protocol=protocol, rules=combo)
+            return spec if limits is None else replace(spec, limits=limits)
     else:
         base, notes = _completions_spec(source, data_dir=data_dir, protocol=protocol, fields=fields)
+        base = base if limits is None else replace(base, limits=limits)
 
         def spec_for(combo: tuple[str, ...]) -> RunSpec:
             return replace(base, rules=combo)
 
     combos = _rule_combinations(rules) or [()]
     if len(combos) == 1:
-        return Regrade(((spec_for(combos[0]), options),), options.out, notes)
-    stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
-    root = out or Path("results") / f"{_slug(spec_for(combos[0]).model.name)}-rules-{stamp}"
+        return Regrade(((spec_for(combos[0]), options),), root, notes)
     passes: list[tuple[RunSpec, RunOptions]] = []
     for combo in combos:
         # A re-graded run's executions serve every pass; a completions file's programs run in the
@@ -166,6 +185,8 @@ def _replay_of_run(source: Path, settings: RunSettings) -> BackendSpec:
             "sample_field": "completion.sample_index",
             "benchmark_field": "benchmark",
             "text_field": "completion",
+            # The run's own file: a crash may have cut its last line (that sample is missing).
+            "allow_torn": True,
         },
         sampling=settings.sampling,
         description=f"re-grade of {source}",
@@ -186,7 +207,10 @@ def _completions_spec(
         raise ConfigError("--samples must be at least 1")
     text_field = fields.code_field or fields.text_field
     index = load_index(
-        source, ReplayOptions(path=str(source), id_field=fields.id_field, text_field=text_field)
+        source,
+        ReplayOptions(
+            path=str(source), id_field=fields.id_field, text_field=text_field, allow_torn=fields.allow_torn
+        ),
     )
     bench = load_benchmark(fields.benchmark, data_dir=data_dir)
     ids = [problem.id for problem in bench.problems]
@@ -195,7 +219,10 @@ def _completions_spec(
     other_benchmarks = len(index.completions) - len(scoped)
     present = {problem_id for _, problem_id, _ in scoped}
     unknown = sorted(present - known)
-    selected = [problem_id for problem_id in ids if problem_id in present]
+    # A torn last line's problem stays in the denominator: cutting a wrong answer off must not
+    # raise the score.
+    torn = index.torn_problem_id if index.torn_problem_id in known else None
+    selected = [problem_id for problem_id in ids if problem_id in present or problem_id == torn]
     if not selected:
         raise ConfigError(
             f"none of the {len(present)} ids in {source} is a problem of benchmark '{bench.name}' "
@@ -203,6 +230,9 @@ def _completions_spec(
             hint="name the id field with --id-field, or choose the benchmark the completions are for",
         )
     notes = []
+    if index.skipped_torn_line:
+        which = f"its problem {torn!r} counts as missing" if torn else "its problem id could not be read"
+        notes.append(f"the last line of {source.name} is cut off and was skipped ({which})")
     left_out = len(ids) - len(selected)
     if left_out and not fields.all_problems:
         notes.append(
@@ -244,7 +274,12 @@ def _completions_spec(
         name=source.stem,
         backend="replay",
         model=str(source),
-        options={"path": str(source), "id_field": fields.id_field, "text_field": text_field},
+        options={
+            "path": str(source),
+            "id_field": fields.id_field,
+            "text_field": text_field,
+            "allow_torn": fields.allow_torn,
+        },
         sampling=SamplingParams(),
         description=f"completions recorded in {source}",
     )

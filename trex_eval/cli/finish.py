@@ -1,0 +1,131 @@
+"""How ``run``, ``grade`` and ``audit`` end: the exit codes, the last lines, and what to do after
+an interruption.
+
+Exit codes (the same for every command):
+
+* 0: done;
+* 1: trex-eval itself failed (a bug: the traceback is printed);
+* 2: a user error (bad flag, file, data or setting), or a dry run that found the run cannot start;
+* 3: the run finished but is not a measurement (every model request failed, or more than 10 %);
+* 130: interrupted (Ctrl-C or SIGTERM: 143); finished samples are kept, ``--resume`` continues.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import typer
+from rich.markup import escape
+
+from trex_eval.cli._common import err, out
+from trex_eval.store import MANIFEST, SUMMARY_MD
+
+if TYPE_CHECKING:
+    from trex_eval.run.pipeline import RunResult
+    from trex_eval.run.spec import RunOptions, RunSpec
+
+EXIT_USER_ERROR = 2
+EXIT_NOT_A_MEASUREMENT = 3
+"""Exit code of a run or grade that finished but measured nothing trustworthy: every model request
+failed, or more than ``MAX_API_ERROR_RATE`` of them (the cause is printed on stderr)."""
+EXIT_INTERRUPTED = 130
+
+_T = TypeVar("_T")
+
+
+def run_interruptibly(spec: RunSpec, options: RunOptions) -> RunResult:
+    """:func:`trex_eval.run.pipeline.run`, saying how to continue when the user presses Ctrl-C or
+    the process gets SIGTERM."""
+    from trex_eval.run import pipeline as runner
+
+    if options.out is None:
+        # Chosen here rather than in the pipeline so that an interrupted run can name its directory.
+        options = replace(options, out=Path("results") / runner.default_run_id(spec))
+    return interruptibly(lambda: runner.run(spec, options), options.out)
+
+
+def interruptibly(work: Callable[[], _T], where: Path | None) -> _T:
+    """``work()``; on Ctrl-C or SIGTERM, say what was kept and how to continue, then exit."""
+    try:
+        return work()
+    except KeyboardInterrupt:
+        _resume_hint("interrupted", where)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except SystemExit as exit_:
+        if exit_.code == 128 + signal.SIGTERM:
+            _resume_hint("terminated (SIGTERM)", where)
+        raise
+
+
+def _resume_hint(what: str, where: Path | None) -> None:
+    if where is not None and (where / MANIFEST).is_file():
+        err.print(
+            f"{what}: finished samples are kept; continue with `trex-eval run --resume {where}`",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        err.print(f"{what} before the run stored anything", markup=False, highlight=False)
+
+
+def note(text: str) -> None:
+    err.print(f"note: {text}", markup=False, highlight=False, soft_wrap=True)
+
+
+def warn(text: str) -> None:
+    err.print(f"[bold yellow]warning:[/] {escape(text)}", highlight=False, soft_wrap=True)
+
+
+def report_result(result: RunResult, *, what: str = "full summary") -> None:
+    """The end of ``run`` and ``grade``: the compact table, what this session did and what the
+    run holds, where the full summary is, and exit code 3 with the cause on stderr when the run
+    is not a measurement."""
+    from trex_eval.report.terminal import summary_table
+
+    for text in result.notes:
+        note(text)
+    out.print(summary_table(result.summary))
+    for bench in result.summary.benchmarks:  # the repair protocol's scores, apart from the zero-shot table
+        if bench.repair is not None:
+            rounds = " → ".join(
+                f"r{k} {value * 100:.2f}%" for k, value in sorted(bench.repair.pass_at_1.items())
+            )
+            out.print(f"{bench.benchmark} pass@1 by repair round: {rounds}", highlight=False, soft_wrap=True)
+    for bench in result.summary.benchmarks:
+        if bench.unverified_samples:
+            note(
+                f"{bench.benchmark}: {bench.unverified_samples} passing claim(s) the harness could not "
+                f"verify, not counted as correct (verdict unverified; each one's reason in "
+                f"{result.run_dir / 'samples.jsonl'} says why)"
+            )
+    out.print(
+        f"{what}: {result.run_dir / SUMMARY_MD}  ({session_counts(result)})", highlight=False, soft_wrap=True
+    )
+    if result.failure is not None:
+        err.print(f"[bold red]error:[/] {escape(result.failure)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_NOT_A_MEASUREMENT)
+
+
+def session_counts(result: RunResult) -> str:
+    """What this session did, and what the run holds, in words that keep apart completions asked
+    of a model, completions read from a file, and samples that had none."""
+    from trex_eval.records import Verdict
+
+    benches = result.summary.benchmarks
+    stored = sum(bench.stored_samples for bench in benches)
+    without = sum(bench.verdicts.get(Verdict.MISSING, 0) for bench in benches)
+    source = "read from the completions file" if result.replayed else "generated"
+    parts = [f"{result.generated_now} {source}", f"{result.graded_now} graded"]
+    if result.reused_now:
+        parts.append(f"{result.reused_now} stored executions reused, {result.executed_now} programs run")
+    text = "this session: " + ", ".join(parts)
+    if stored != result.graded_now or without:
+        text += f"; the run holds {stored} graded samples"
+        if without:
+            text += f", {without} of them without a completion (graded missing)"
+    return text

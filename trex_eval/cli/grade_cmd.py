@@ -1,0 +1,204 @@
+"""`trex-eval grade`: grade stored completions again, without calling a model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from trex_eval.cli._common import data_dir_for, err, out
+from trex_eval.cli.finish import (
+    EXIT_NOT_A_MEASUREMENT,
+    interruptibly,
+    note,
+    report_result,
+    run_interruptibly,
+    warn,
+)
+from trex_eval.cli.options import (
+    DEFAULT_WORKERS,
+    BenchmarksOption,
+    DataDirOption,
+    MemoryOption,
+    NoProgressOption,
+    ProtocolOption,
+    RuleOption,
+    RunOutOption,
+    TimeoutOption,
+    WorkersOption,
+    protocol_name,
+    sandbox_limits,
+    split_list,
+    workers_count,
+)
+from trex_eval.errors import ConfigError
+from trex_eval.protocols import DEFAULT_PROTOCOL
+from trex_eval.store import MANIFEST, RunStore
+
+if TYPE_CHECKING:
+    from trex_eval.run.regrade import Regrade
+
+_FILE = "Completions file"
+
+
+def grade(
+    source: Annotated[
+        Optional[Path],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
+        typer.Argument(help="A run directory, or a JSONL file of recorded completions.", show_default=False),
+    ] = None,
+    benchmarks: BenchmarksOption = [],  # noqa: B006 - typer needs a literal default
+    id_field: Annotated[
+        str, typer.Option("--id-field", help="Problem id field.", rich_help_panel=_FILE)
+    ] = "problem_id",
+    text_field: Annotated[
+        str,
+        typer.Option(
+            "--text-field", help="Completion text field (dotted path allowed).", rich_help_panel=_FILE
+        ),
+    ] = "completion",
+    code_field: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--code-field",
+            help="Field holding an already-extracted program (instead of --text-field).",
+            rich_help_panel=_FILE,
+            show_default=False,
+        ),
+    ] = None,
+    prompt_set: Annotated[
+        str, typer.Option("--prompt-set", help="Prompt set recorded with the samples.", rich_help_panel=_FILE)
+    ] = "t-rex",
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples",
+            "-k",
+            help="Samples per problem (records of an id in file order).",
+            rich_help_panel=_FILE,
+        ),
+    ] = 1,
+    all_problems: Annotated[
+        bool,
+        typer.Option(
+            "--all-problems",
+            help="Grade every problem of the benchmark (those without a completion as missing, ‡) "
+            "instead of the ids the file holds.",
+            rich_help_panel=_FILE,
+            metavar="",
+        ),
+    ] = False,
+    allow_torn_line: Annotated[
+        bool,
+        typer.Option(
+            "--allow-torn-line",
+            help="Grade a file whose last line is cut off, without that line (its problem counts as "
+            "missing where its id can be read); refused by default.",
+            rich_help_panel=_FILE,
+            metavar="",
+        ),
+    ] = False,
+    rule: RuleOption = [],  # noqa: B006
+    protocol: ProtocolOption = DEFAULT_PROTOCOL,
+    workers: WorkersOption = DEFAULT_WORKERS,
+    wall_s: TimeoutOption = None,
+    memory_mib: MemoryOption = None,
+    out_dir: RunOutOption = None,
+    no_progress: NoProgressOption = False,
+    data_dir: DataDirOption = None,
+    completions: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--completions", hidden=True, help="Old spelling of SOURCE (a completions file)."),
+    ] = None,
+    benchmark: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--benchmark", hidden=True, help="Old spelling of --benchmarks."),
+    ] = None,
+) -> None:
+    """Grade stored completions again (other rules, protocol or limits) without calling a model.
+
+    A run directory is re-graded with its own benchmarks, prompt set and samples, reusing each
+    program's stored execution when only the rule changes; several --rule of one kind grade into one
+    directory, a run directory per rule. A completions file from another tool needs -b BENCHMARK and
+    its field names (or --code-field for extracted programs); the problems it holds are graded (the
+    others are named as left out; --all-problems keeps the benchmark's full denominator). The new
+    grades go to a directory of their own (default results/<source>-regrade-<time>).
+
+    Exit codes: 0 graded, 2 a user error, 3 more than 10% of the samples are API errors, 130
+    interrupted.
+
+    Example: trex-eval grade out.jsonl -b my-bench --id-field qid --text-field
+    response.choices.0.message.content --rule orlm
+    """
+    from trex_eval.run import regrade
+
+    given = [path for path in (source, completions) if path is not None]
+    if len(given) != 1:
+        raise ConfigError(
+            "give one run directory or completions file to grade", hint="trex-eval grade SOURCE"
+        )
+    names = [*split_list(benchmarks), *([benchmark] if benchmark else [])]
+    is_run = (given[0] / MANIFEST).is_file()
+    if is_run and names:
+        raise ConfigError(
+            f"{given[0]} is a run directory: it is re-graded with its own benchmarks",
+            hint="drop -b/--benchmarks (it names the benchmark of a completions file)",
+        )
+    if len(names) > 1:
+        raise ConfigError("a completions file is graded against one benchmark", hint="give one -b NAME")
+    if is_run:
+        names = [b.requested for b in RunStore(given[0]).read_manifest().settings.benchmarks]
+    plan = regrade.plan_regrade(
+        given[0],
+        data_dir=data_dir_for(names, data_dir),
+        rules=split_list(rule),
+        protocol=protocol_name(protocol),
+        fields=regrade.CompletionFields(
+            benchmark=None if is_run or not names else names[0],
+            id_field=id_field,
+            text_field=text_field,
+            code_field=code_field,
+            prompt_set=prompt_set,
+            samples=samples,
+            all_problems=all_problems,
+            allow_torn=allow_torn_line,
+        ),
+        workers=workers_count(workers),
+        limits=sandbox_limits(wall_s, memory_mib),
+        out=out_dir,
+        command=tuple(sys.argv),
+        show_progress=not no_progress,
+    )
+    for text in plan.notes:
+        warn(text)
+    if not plan.several:
+        ((spec, options),) = plan.passes
+        report_result(run_interruptibly(spec, options))
+        return
+    _report_several(plan)
+
+
+def _report_several(plan: Regrade) -> None:
+    """The end of a several-rule re-grade: one row per rule, where they are, the exit code."""
+    from trex_eval.report.terminal import rules_table
+    from trex_eval.run import regrade
+
+    results = interruptibly(lambda: regrade.run_regrade(plan), plan.root)
+    for text in dict.fromkeys(text for result in results for text in result.notes):
+        note(text)
+    out.print(rules_table([r.summary for r in results], [r.run_dir.name for r in results]))
+    reused = sum(result.reused_now for result in results)
+    executed = sum(result.executed_now for result in results)
+    assert plan.root is not None
+    out.print(
+        f"{len(results)} rules: {plan.root / regrade.LEADERBOARD_MD} and one run directory per rule "
+        f"({reused} stored executions reused, {executed} programs run)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    failures = [result.failure for result in results if result.failure is not None]
+    if failures:
+        err.print(f"[bold red]error:[/] {escape(failures[0])}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_NOT_A_MEASUREMENT)

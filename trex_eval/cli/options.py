@@ -1,0 +1,239 @@
+"""The command line's conventions, in one place: one spelling per concept, shared by every command
+that takes it, and the parsers that turn flag values into library values.
+
+| concept | spelling | commands |
+|---|---|---|
+| which benchmarks | ``-b/--benchmarks`` (comma-separated or repeated; suites expand) | run, grade, audit |
+| grading | ``--protocol``, ``--rule`` (repeatable) | run, grade, audit |
+| sandbox | ``--gurobi``, ``--workers``, ``--timeout``, ``--memory-mib`` | run, grade, audit |
+| a run directory to write | ``-o/--out DIR`` | run, grade, audit |
+| a table or page to write | ``-o/--out FILE`` (format by suffix, repeatable) | leaderboard, compare, report |
+| Markdown on stdout | ``--md`` | leaderboard, compare, audit |
+| data | ``--data-dir`` | every command that reads benchmarks |
+| progress | ``--no-progress`` | run, grade, audit |
+
+Older spellings stay accepted, hidden from ``--help``, where scripts may use them: ``grade
+--benchmark`` and ``grade --completions FILE``, ``audit BENCHMARK...``, ``leaderboard --html FILE``.
+Flags take no value, so their help shows none (see :mod:`trex_eval.cli`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional, cast, get_args
+
+import typer
+from pydantic import ValidationError
+
+from trex_eval.errors import ConfigError
+from trex_eval.records import GUROBI_POLICY_ALIASES, FewShotStrategy, GurobiPolicy
+
+if TYPE_CHECKING:
+    from trex_eval.sandbox import SandboxLimits
+
+PANEL_WHAT = "What to run"
+PANEL_MODEL = "Model"
+PANEL_GRADING = "Grading"
+PANEL_SANDBOX = "Sandbox"
+PANEL_OUTPUT = "Output"
+
+
+def _protocol_help() -> str:
+    from trex_eval.protocols import protocol_names
+
+    # Names only: describing each would load every protocol at every CLI start.
+    names = protocol_names()
+    return (
+        f"{names[0]} (trex-eval's corrected grading) or another registered protocol: "
+        f"{', '.join(names[1:])} (`trex-eval rules` describes each)."
+    )
+
+
+def _rule_help() -> str:
+    from trex_eval.grading import families
+    from trex_eval.records import GraderKind
+
+    objective = ", ".join(f.name for f in families(GraderKind.OBJECTIVE))
+    structure = ", ".join(f.name for f in families(GraderKind.STRUCTURE))
+    return (
+        f"Grading rule instead of the benchmark's: an objective rule spec ({objective}; e.g. "
+        f"strict:rtol=1e-6, rel:1e-4, round:2) and/or a structure rule ({structure}). Repeatable "
+        "(grade: several rules of one kind grade into one directory each). `trex-eval rules` "
+        "describes each."
+    )
+
+
+BenchmarksOption = Annotated[
+    list[str],
+    typer.Option(
+        "--benchmarks",
+        "-b",
+        help="Benchmarks or suites by name, or benchmark YAML files (comma-separated or repeated; "
+        "`trex-eval benchmarks list` names them). The default depends on the command (see above).",
+        rich_help_panel=PANEL_WHAT,
+        show_default=False,
+    ),
+]
+ProtocolOption = Annotated[
+    str, typer.Option("--protocol", help=_protocol_help(), rich_help_panel=PANEL_GRADING)
+]
+RuleOption = Annotated[
+    list[str], typer.Option("--rule", help=_rule_help(), rich_help_panel=PANEL_GRADING, show_default=False)
+]
+GurobiOption = Annotated[
+    str,
+    typer.Option(
+        "--gurobi",
+        help="gurobipy inside the sandbox: auto (real if licensed, else highs), real, or highs (the "
+        "licence-free gurobipy_highs layer; compat is an alias).",
+        rich_help_panel=PANEL_SANDBOX,
+    ),
+]
+WorkersOption = Annotated[
+    int, typer.Option("--workers", help="Programs executed at once.", rich_help_panel=PANEL_SANDBOX)
+]
+TimeoutOption = Annotated[
+    Optional[float],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
+    typer.Option(
+        "--timeout",
+        help="Wall-clock seconds per program (default 60; 360/180 under trex-compat). Programs whose "
+        "limits change run again.",
+        rich_help_panel=PANEL_SANDBOX,
+        show_default=False,
+    ),
+]
+MemoryOption = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--memory-mib",
+        help="Memory per program, all its processes and files together (default 2048).",
+        rich_help_panel=PANEL_SANDBOX,
+        show_default=False,
+    ),
+]
+RunOutOption = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--out",
+        "-o",
+        help="Run directory to write (default results/<run-id>).",
+        rich_help_panel=PANEL_OUTPUT,
+        show_default=False,
+    ),
+]
+NoProgressOption = Annotated[
+    bool, typer.Option("--no-progress", help="No progress bars.", rich_help_panel=PANEL_OUTPUT)
+]
+FilesOutOption = Annotated[
+    list[Path],
+    typer.Option(
+        "--out",
+        "-o",
+        help="Also write to FILE, in the format its suffix names (.csv, .md or .html). Repeatable.",
+        show_default=False,
+    ),
+]
+MarkdownOption = Annotated[
+    bool,
+    typer.Option("--md", help="Print the Markdown (with definitions) instead of the terminal table."),
+]
+PublishedOption = Annotated[
+    bool,
+    typer.Option("--published/--no-published", help="Show reported (not re-run) numbers beside the runs."),
+]
+BaselineOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--baseline",
+        help="The run the others are compared with (a path or run id; default: the first).",
+        show_default=False,
+    ),
+]
+DataDirOption = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--data-dir",
+        help="Benchmark data root (holds data/ and evaluation/). Default: $TREX_DATA_DIR, then a "
+        "checkout's ../shared/benchmarks/t-rex, then the user cache.",
+        show_default=False,
+    ),
+]
+ModelsFileOption = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--models-file",
+        help="Extra presets file (overrides shipped and user presets).",
+        rich_help_panel=PANEL_MODEL,
+        show_default=False,
+    ),
+]
+
+DEFAULT_WORKERS = 2
+DEFAULT_GUROBI = "auto"
+
+
+def split_list(values: list[str]) -> tuple[str, ...]:
+    """Repeated and comma-separated values as one tuple, blanks dropped."""
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def one_of(value: str, choices: tuple[str, ...], *, what: str) -> str:
+    """``value`` if it is one of ``choices``, else the user error naming them."""
+    if value not in choices:
+        allowed = f"{', '.join(choices[:-1])} or {choices[-1]}"
+        raise ConfigError(f"unknown {what} {value!r}", hint=f"use {allowed}")
+    return value
+
+
+def protocol_name(value: str) -> str:
+    from trex_eval.protocols import protocol_names
+
+    return one_of(value, protocol_names(), what="protocol")
+
+
+def gurobi_policy(value: str) -> GurobiPolicy:
+    value = GUROBI_POLICY_ALIASES.get(value, value)  # compat: the old name of highs
+    return cast("GurobiPolicy", one_of(value, get_args(GurobiPolicy), what="--gurobi policy"))
+
+
+def few_shot_strategy(value: str) -> FewShotStrategy:
+    return cast("FewShotStrategy", one_of(value, get_args(FewShotStrategy), what="few-shot strategy"))
+
+
+def workers_count(value: int) -> int:
+    if value < 1:
+        raise ConfigError("--workers must be at least 1")
+    return value
+
+
+def key_values(opts: list[str]) -> dict[str, str]:
+    """``--opt KEY=VALUE`` flags as a mapping."""
+    parsed: dict[str, str] = {}
+    for item in opts:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"--opt {item!r} is not KEY=VALUE", hint="e.g. --opt base_url=http://localhost:8000/v1"
+            )
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def sandbox_limits(wall_s: float | None, memory_mib: int | None) -> SandboxLimits | None:
+    """The limits ``--timeout``/``--memory-mib`` ask for (``None``: the protocol's defaults).
+    ``--timeout`` sets the CPU-time limit too."""
+    from trex_eval.sandbox import SandboxLimits
+
+    if wall_s is None and memory_mib is None:
+        return None
+    chosen = {"wall_s": wall_s, "cpu_s": wall_s, "memory_mib": memory_mib}
+    try:
+        return SandboxLimits(
+            **{**SandboxLimits().model_dump(), **{k: v for k, v in chosen.items() if v is not None}}
+        )
+    except ValidationError as error:
+        problem = error.errors()[0]
+        raise ConfigError(
+            f"invalid sandbox limit {'.'.join(map(str, problem['loc']))}: {problem['msg']}",
+            hint="--timeout is in seconds (> 0); --memory-mib is at least 64",
+        ) from None
