@@ -74,8 +74,9 @@ class ExecStatus(str, Enum):
     """Outcome of running one extracted program in the sandbox.
 
     Every value except ``OK`` is a failure of the *model's program* (data, not an exception);
-    ``LICENCE_ERROR`` and ``NEEDS_GUROBI`` are failures of the environment and are never
-    counted as a wrong answer by the graders' reports.
+    ``LICENCE_ERROR``, ``NEEDS_GUROBI`` and ``NEEDS_LIBRARY`` (the program imports a solver
+    library the sandbox knows but this install lacks) are failures of the environment and are
+    never counted as a wrong answer by the graders' reports.
     """
 
     OK = "ok"
@@ -88,6 +89,7 @@ class ExecStatus(str, Enum):
     KILLED = "killed"
     LICENCE_ERROR = "licence_error"
     NEEDS_GUROBI = "needs_gurobi"
+    NEEDS_LIBRARY = "needs_library"
     NO_SOLVE = "no_solve"
     SOLVER_ERROR = "solver_error"
     NOT_RUN = "not_run"
@@ -110,6 +112,9 @@ class Verdict(str, Enum):
     KILLED = "killed"
     LICENCE_ERROR = "licence_error"
     NEEDS_GUROBI = "needs_gurobi"
+    NEEDS_LIBRARY = "needs_library"
+    """The program imports a solver library the sandbox knows but this install lacks (the
+    install's failure: ``Grade.reason`` says what to install)."""
     NO_SOLVE = "no_solve"
     SOLVER_ERROR = "solver_error"
     NOT_RUN = "not_run"
@@ -128,4 +133,10 @@ class Verdict(str, Enum):
     @property
     def is_environment_failure(self) -> bool:
         """True for verdicts caused by the evaluation environment rather than the model."""
-        return self in (Verdict.LICENCE_ERROR, Verdict.NEEDS_GUROBI, Verdict.NOT_RUN, Verdict.HARNESS_ERROR)
+        return self in (
+            Verdict.LICENCE_ERROR,
+            Verdict.NEEDS_GUROBI,
+            Verdict.NEEDS_LIBRARY,
+            Verdict.NOT_RUN,
+            Verdict.HARNESS_ERROR,
+        )

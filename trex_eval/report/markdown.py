@@ -206,7 +206,8 @@ def _definitions(board: Leaderboard) -> list[str]:
     lines = [
         f"Cells: pass@1 in % — {DEFINITIONS['pass@1']}; [low, high]: {board.interval.describe()}; "
         f"n: {DEFINITIONS['n']}. {ENVIRONMENT_MARK}: includes environment failures (licence, gurobipy "
-        f"unavailable, not run), which count as failures; {MISSING_MARK}: includes missing samples, counted "
+        f"unavailable, a solver library missing from the install, not run), which count as failures; "
+        f"{MISSING_MARK}: includes missing samples, counted "
         f"as failures; {SMALL_N_MARK}: fewer than {SMALL_N} problems, Wilson score interval.",
         "",
         "Columns:",

@@ -85,6 +85,7 @@ _BY_VERDICT = MappingProxyType(
         Verdict.KILLED: Outcome.LIMIT,
         Verdict.LICENCE_ERROR: Outcome.ENVIRONMENT,
         Verdict.NEEDS_GUROBI: Outcome.ENVIRONMENT,
+        Verdict.NEEDS_LIBRARY: Outcome.ENVIRONMENT,
         Verdict.NO_SOLVE: Outcome.NO_SOLVE,
         Verdict.SOLVER_ERROR: Outcome.SOLVER_ERROR,
         Verdict.NOT_RUN: Outcome.ENVIRONMENT,

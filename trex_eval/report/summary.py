@@ -65,7 +65,8 @@ DEFINITIONS: Mapping[str, str] = MappingProxyType(
         "macro": f"{MACRO_LABEL}: each benchmark weighs the same, whatever its size",
         "api_errors": "samples whose model request failed after retries; counted as failures",
         "environment_failures": (
-            "samples lost to the environment (licence error, gurobipy unavailable, not run); counted as "
+            "samples lost to the environment (licence error, gurobipy unavailable, a solver library "
+            "missing from the install, not run); counted as "
             "failures and flagged, since they say nothing about the model"
         ),
         "missing": (
@@ -546,8 +547,8 @@ def _notes(bench: BenchmarkSummary) -> list[str]:
     if bench.environment_failures:
         notes.append(
             f"{bench.benchmark}: {bench.environment_failures} sample(s) failed because of the "
-            "environment (licence error, gurobipy unavailable, not run); they count as failures but "
-            "say nothing about the model"
+            "environment (licence error, gurobipy unavailable, a solver library missing from the "
+            "install, not run); they count as failures but say nothing about the model"
         )
     if bench.missing_samples:
         notes.append(

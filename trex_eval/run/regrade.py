@@ -32,6 +32,7 @@ from trex_eval.errors import ConfigError
 from trex_eval.grading import get_rule
 from trex_eval.records import GraderKind, SamplingParams
 from trex_eval.run import pipeline
+from trex_eval.run.preflight import missing_library_notes
 from trex_eval.run.spec import RunOptions, RunSpec, superseded_rule
 from trex_eval.sandbox import SandboxLimits
 from trex_eval.store import COMPLETIONS, MANIFEST, RunSettings, RunStore
@@ -121,6 +122,8 @@ def plan_regrade(
             _check_recorded_rules(source, settings)
         model = _replay_of_run(source, settings)
         options = replace(options, reuse_executions=source)
+        texts = (line.completion.text for line in RunStore(source).iter_completions() if line.completion.text)
+        notes = tuple(missing_library_notes((), texts))
 
         def spec_for(combo: tuple[str, ...]) -> RunSpec:
             spec = RunSpec.from_settings(settings, model=model, protocol=protocol, rules=combo)
@@ -264,6 +267,7 @@ def _completions_spec(
             f"{sum(extra.values())} record(s) in {source.name} have a sample index ≥ --samples "
             f"{fields.samples}, ignored"
         )
+    notes += missing_library_notes((), (completion.text for completion in index.completions.values()))
     repeated = index.records - len(index.completions)
     if repeated:
         notes.append(

@@ -28,6 +28,7 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.run import provenance
+from trex_eval.run.preflight import missing_library_notes
 from trex_eval.run.prepare import PreparedBenchmark
 from trex_eval.run.progress import RunProgress
 from trex_eval.run.repair import RepairTemplate
@@ -81,7 +82,9 @@ class Session:
             for i in range(spec.samples)
             if (item.bench.name, problem.id, i) not in self.graded
         ]
-        self.notes: list[str] = []
+        self.notes: list[str] = missing_library_notes(
+            prepared, (line.completion.text for line in self.stored.values() if line.completion.text)
+        )
         self.reusable, reuse_notes = reusable_executions(options.reuse_executions, prepared, spec)
         self.notes += reuse_notes
         # Programs must not read the answers (data directory, benchmark folders) or other

@@ -52,6 +52,7 @@ from ..records import (
     finite_or_none,
 )
 from ..text import MESSAGE_CHARS, clip
+from . import libraries
 from .bounds import bounded_files, bounded_solves
 from .limits import SandboxLimits
 from .printed import printed_objective
@@ -421,6 +422,13 @@ def _classify(
     if report.highs_missing and not _solved(solves):
         return _Verdict(
             ExecStatus.NEEDS_GUROBI, "gurobipy_highs layer requested but not installed", _error_type(error)
+        )
+    lacking = libraries.missing_from_error(error.get("error_type"), error.get("message")) if error else None
+    if lacking is not None and not _solved(solves):
+        return _Verdict(
+            ExecStatus.NEEDS_LIBRARY,
+            f"{lacking.describe()}: the program could not run here, which is not its failure",
+            _error_type(error),
         )
     if error:
         error_type = _error_type(error)

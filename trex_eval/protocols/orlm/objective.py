@@ -41,7 +41,7 @@ Deliberate differences (stated in every description):
   re-solve that contradicts the claim is ``wrong``. ``unverified=true`` counts a passing claim
   without a harness value as ``correct``, for ORLM's numbers exactly; the reason says the claim
   was graded unverified;
-* environment failures (``licence_error``, ``needs_gurobi``, ``not_run``) keep their own
+* environment failures (``licence_error``, ``needs_gurobi``, ``needs_library``, ``not_run``) keep their own
   verdicts instead of scoring as an error;
 * a label ``float()`` cannot read (ORLM's script would crash) is compared by its parsed value,
   or, for a status word (``infeasible``), as ``No Best Solution``.

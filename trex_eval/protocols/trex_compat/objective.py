@@ -24,9 +24,9 @@ for the answer only in the module-level names ``model`` and then ``m``. Reproduc
 Deliberate differences, none of which changes a verdict on a program that does not attack the
 harness: the result comes from the sandbox's record of the model object, not from parsing the
 program's stdout (so a forged ``{"status": 2, ...}`` line plus ``os._exit(0)`` is not believed);
-environment failures (``licence_error``, ``needs_gurobi``, ``not_run``) keep their own verdicts
-instead of scoring as an error; and references without an optimum (which the shipped data never
-has) are ``wrong``, where the reference code would crash or score 0.
+environment failures (``licence_error``, ``needs_gurobi``, ``needs_library``, ``not_run``) keep
+their own verdicts instead of scoring as an error; and references without an optimum (which the
+shipped data never has) are ``wrong``, where the reference code would crash or score 0.
 """
 
 from __future__ import annotations
