@@ -235,10 +235,26 @@ def test_malformed_lines_name_file_and_line(
     assert error.value.where == f"{path}:{line}"
 
 
-def test_a_torn_last_line_is_skipped(problems: dict[str, tuple[Problem, ...]], tmp_path: Path) -> None:
+def test_a_torn_last_line_is_refused_by_default(
+    problems: dict[str, tuple[Problem, ...]], tmp_path: Path
+) -> None:
+    """Dropping a cut-off answer silently could raise the score: the file is refused, at its line."""
     path = tmp_path / "samples.jsonl"
     path.write_text('{"problem_id": "0", "completion": "kept"}\n{"problem_id": "1", "compl')
-    completions, description = replay([request_for(p) for p in problems["nl4opt"][:2]], path=str(path))
+    with pytest.raises(ConfigError, match="last line is cut off") as error:
+        replay([request_for(p) for p in problems["nl4opt"][:2]], path=str(path))
+    assert error.value.where == f"{path}:2"
+    assert "--allow-torn-line" in str(error.value)
+
+
+def test_a_torn_last_line_is_skipped_when_allowed(
+    problems: dict[str, tuple[Problem, ...]], tmp_path: Path
+) -> None:
+    path = tmp_path / "samples.jsonl"
+    path.write_text('{"problem_id": "0", "completion": "kept"}\n{"problem_id": "1", "compl')
+    completions, description = replay(
+        [request_for(p) for p in problems["nl4opt"][:2]], path=str(path), allow_torn=True
+    )
     assert completions[0].text == "kept"
     assert completions[1].error is not None and completions[1].error.startswith(
         "no recorded completion for 1"

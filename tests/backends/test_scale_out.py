@@ -194,6 +194,10 @@ def test_dry_run_shows_the_modelscope_id_and_tensor_parallel_8_on_8_gpus(
     tmp_path: Path, data_dir: Path
 ) -> None:
     fake_nvidia_smi(tmp_path, 8)
+    # The dry run refuses (exit 2) where no vllm executable exists; one that is never started suffices.
+    fake_vllm = tmp_path / "bin" / "vllm"
+    fake_vllm.write_text("#!/bin/sh\nexit 1\n")
+    fake_vllm.chmod(0o755)
     done = trex_eval(
         "run", "--model", "deepseek-v4-flash-or", "--dry-run", "-b", "nl4opt",
         "--data-dir", str(data_dir), columns=400, cwd=tmp_path,

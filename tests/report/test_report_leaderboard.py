@@ -53,7 +53,8 @@ class TestTable:
         assert [macro.label for macro in board.macro_columns] == ["macro"]
         assert board.warnings == (
             "broken: optibench: 1 sample(s) failed because of the environment (licence "
-            "error, gurobipy unavailable, not run); they count as failures but say nothing "
+            "error, gurobipy unavailable, a solver library missing from the install, not run); "
+            "they count as failures but say nothing "
             "about the model",
         )
 
