@@ -1,5 +1,5 @@
-"""Shared fixtures. Tests run on the real benchmark data: point TREX_DATA_DIR at a copy
-(CI uses ../shared/benchmarks/t-rex). Under CI=true a missing data directory is an error,
+"""Shared fixtures. Tests run on the real benchmark data, found as ``trex-eval run`` finds it
+(CI uses ../shared/benchmarks/t-rex beside the checkout). Under CI=true a missing data directory is an error,
 never a skip."""
 
 from __future__ import annotations
@@ -10,21 +10,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-_FALLBACK = REPO.parent / "shared" / "benchmarks" / "t-rex"
 
 
 def _data_dir() -> Path | None:
-    """TREX_DATA_DIR, else ../shared/benchmarks/t-rex beside the checkout, else the copy that
-    `trex-eval data pull` installed."""
-    env = os.environ.get("TREX_DATA_DIR")
-    if env:
-        return Path(env) if (Path(env) / "data").is_dir() else None
-    from trex_eval.benchmarks.data import default_data_dir
+    """The data directory ``trex-eval run`` would use (one rule: ``TREX_DATA_DIR``, else
+    ../shared/benchmarks/t-rex beside the checkout, else the copy `trex-eval data pull`
+    installed), or None where none holds the data."""
+    from trex_eval.benchmarks.data import resolve_data_dir
+    from trex_eval.errors import DataError
 
-    for candidate in (_FALLBACK, default_data_dir()):
-        if (candidate / "data").is_dir():
-            return candidate
-    return None
+    try:
+        return resolve_data_dir()
+    except DataError:
+        return None
 
 
 @pytest.fixture(scope="session")

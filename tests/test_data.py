@@ -178,6 +178,10 @@ def test_resolution_order(tmp_path: Path, data_dir: Path, monkeypatch: pytest.Mo
         data.resolve_data_dir(tmp_path)
     monkeypatch.delenv("TREX_DATA_DIR")
     monkeypatch.setenv("TREX_CACHE_DIR", str(tmp_path / "cache"))
+    checkout = data.checkout_data_dir()
+    if checkout is not None:  # a source checkout with ../shared beside it: that copy, before the cache
+        assert data.resolve_data_dir() == checkout.resolve()
+        monkeypatch.setattr(data, "checkout_data_dir", lambda: None)
     with pytest.raises(DataError, match="default location"):
         data.resolve_data_dir()
     assert data.default_data_dir() == tmp_path / "cache" / "data" / data.load_manifest().commit

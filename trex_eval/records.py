@@ -17,7 +17,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from trex_eval.text import Name, Names, Text, Unicode
+from trex_eval.linear_model import IndicatorConstraint as IndicatorConstraint
+from trex_eval.linear_model import LinearModel as LinearModel
+from trex_eval.linear_model import QuadraticConstraint as QuadraticConstraint
+from trex_eval.linear_model import SOSConstraint as SOSConstraint
+from trex_eval.linear_model import VariableType as VariableType
+from trex_eval.text import Name, Text, Unicode
 from trex_eval.vocabulary import GUROBI_POLICY_ALIASES as GUROBI_POLICY_ALIASES
 
 # Re-exported: callers import the shared vocabulary from here.
@@ -262,91 +267,6 @@ class Program(Record):
 
 
 # --------------------------------------------------------------------------- execution
-
-
-VariableType = Literal["C", "I", "B", "S", "N"]
-"""Continuous, integer, binary, semi-continuous, semi-integer."""
-
-
-class QuadraticConstraint(Record):
-    """One quadratic constraint ``lower <= sum(linear) + sum(q * x_i * x_j) <= upper`` of a
-    :class:`LinearModel`: ``linear`` holds ``(column, coefficient)`` pairs, ``quadratic`` holds
-    ``(i, j, q)`` terms (no 1/2 factor, duplicates summed by readers)."""
-
-    lower: float
-    upper: float
-    linear: tuple[tuple[int, float], ...] = ()
-    quadratic: tuple[tuple[int, int, float], ...] = ()
-
-
-class SOSConstraint(Record):
-    """One SOS set of a :class:`LinearModel`: ``type`` 1 (at most one member non-zero) or 2 (at
-    most two, adjacent in weight order); ``members`` holds ``(column, weight)`` pairs."""
-
-    type: Literal[1, 2]
-    members: tuple[tuple[int, float], ...]
-
-
-class IndicatorConstraint(Record):
-    """``x[binary] = value -> lower <= sum(linear) <= upper``, one indicator constraint of a
-    :class:`LinearModel` (``linear`` holds ``(column, coefficient)`` pairs, duplicates summed)."""
-
-    binary: int
-    value: Literal[0, 1]
-    lower: float
-    upper: float
-    linear: tuple[tuple[int, float], ...] = ()
-
-
-class LinearModel(Record):
-    """Solver-neutral matrix form of a (mixed-integer) linear model, with flags for the parts
-    that are not linear.
-
-    Rows are ``row_lower <= A x <= row_upper`` (equal bounds = equality, an infinite side =
-    one-sided). ``A`` is given in coordinate form (``a_row[k], a_col[k], a_val[k]``); duplicates
-    are summed by readers. ``vtype`` is ``C`` continuous, ``I`` integer, ``B`` binary, ``S``
-    semi-continuous, ``N`` semi-integer. Quadratic objective terms are ``(i, j, q)`` with the
-    objective containing ``q * x_i * x_j`` (no 1/2 factor). ``n_quadratic_constraints``,
-    ``n_general_constraints`` and ``n_sos`` count parts that the matrix does not hold;
-    ``q_constraints`` holds the quadratic constraints themselves where the hook could read them
-    (all of them or none: a model whose count exceeds the list cannot be verified); likewise
-    ``sos`` (counted in ``n_sos``) and ``indicators`` (counted in ``n_general_constraints``, which
-    also counts general constraints no field holds).
-    """
-
-    sense: Literal["min", "max"]
-    objective_constant: float = 0.0
-    var_names: Names
-    obj: tuple[float, ...]
-    lb: tuple[float, ...]
-    ub: tuple[float, ...]
-    vtype: tuple[VariableType, ...]
-    row_names: Names
-    row_lower: tuple[float, ...]
-    row_upper: tuple[float, ...]
-    a_row: tuple[int, ...]
-    a_col: tuple[int, ...]
-    a_val: tuple[float, ...]
-    q_obj: tuple[tuple[int, int, float], ...] = ()
-    n_quadratic_constraints: int = 0
-    n_general_constraints: int = 0
-    n_sos: int = 0
-    q_constraints: tuple[QuadraticConstraint, ...] = ()
-    sos: tuple[SOSConstraint, ...] = ()
-    indicators: tuple[IndicatorConstraint, ...] = ()
-
-    @property
-    def num_vars(self) -> int:
-        return len(self.var_names)
-
-    @property
-    def num_rows(self) -> int:
-        return len(self.row_names)
-
-    @property
-    def is_linear(self) -> bool:
-        """True when the model has no quadratic, general or SOS parts."""
-        return not (self.q_obj or self.n_quadratic_constraints or self.n_general_constraints or self.n_sos)
 
 
 class SolveRecord(Record):

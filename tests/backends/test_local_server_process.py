@@ -16,7 +16,8 @@ import pytest
 from trex_eval.backends.server_process import ServerLaunch, ServerProcess, free_port
 from trex_eval.errors import BackendError
 
-# argv: PORT MODE [PIDFILE]. Modes: ok, never-ready, crash, stubborn (ignores SIGTERM), spawn
+# argv: PORT MODE [PIDFILE]. Modes: ok, quiet (prints nothing), never-ready, crash, stubborn (ignores
+# SIGTERM), spawn
 # (starts a `sleep` grandchild in its process group and writes its pid to PIDFILE).
 SERVER = r"""
 import http.server, json, signal, subprocess, sys, time
@@ -45,7 +46,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-print(f"fake server on {port}", flush=True)
+if mode != "quiet":
+    print(f"fake server on {port}", flush=True)
 http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 """
 
@@ -188,6 +190,25 @@ def test_a_default_log_file_is_created_in_the_temp_dir_and_kept(server_script: P
         assert "fatal: cannot load model weights" in server.log_path.read_text()
     finally:
         server.log_path.unlink()
+
+
+def test_a_server_never_started_or_silent_leaves_no_log_in_the_temp_dir(
+    server_script: Path, tmp_path: Path
+) -> None:
+    ghost = ServerProcess(
+        ServerLaunch(label="ghost", argv=(str(tmp_path / "no-such-binary"),), port=free_port())
+    )
+    with pytest.raises(BackendError):
+        asyncio.run(ghost.start())
+    assert not ghost.log_path.exists()
+
+    async def start_and_stop(server: ServerProcess) -> None:
+        await server.start()
+        await server.stop()
+
+    silent = ServerProcess(launch(server_script, "quiet", tmp_path, log_file=None))
+    asyncio.run(start_and_stop(silent))
+    assert not silent.log_path.exists()
 
 
 def test_free_port_can_be_bound_on_loopback() -> None:

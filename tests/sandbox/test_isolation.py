@@ -4,12 +4,14 @@ readable in a private mount namespace; needs root, as in CI)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,29 +42,31 @@ def test_requested_rlimits_level_says_the_network_is_reachable() -> None:
     assert not report.network_blocked and "NETWORK REACHABLE" in report.summary()
 
 
-def _reachable_for_everyone(paths: list[Path]) -> str:
+def _reachable_for_everyone(paths: list[Path], *, stash: Path) -> str:
     """Shell commands that make ``paths`` reachable for the test user without touching the host:
     in the caller's private mount namespace, a world-traversable tmpfs goes over each ancestor
     that others cannot enter (a home directory, a ``mktemp -d`` checkout), and the child on the
     way to each path is bound back in. Outermost ancestors first, so that inner ones are
-    remounted inside the trees bound back."""
+    remounted inside the trees bound back. The children wait in folders of ``stash`` (a folder the
+    caller removes; directly under /tmp, so never inside an ancestor that is overmounted)."""
     kept: dict[Path, set[Path]] = {}
     for path in (path.resolve() for path in paths):
         for private in path.parents:
             if private != Path("/") and not os.stat(private).st_mode & 0o001:
                 kept.setdefault(private, set()).add(private / path.relative_to(private).parts[0])
     commands = []
-    for private in sorted(kept, key=lambda p: len(p.parts)):
+    for depth, private in enumerate(sorted(kept, key=lambda p: len(p.parts))):
         children = [shlex.quote(str(child)) for child in sorted(kept[private])]
-        commands += [f"s{n}=$(mktemp -d) && mount --bind {child} $s{n}" for n, child in enumerate(children)]
+        held = [shlex.quote(str(stash / f"{depth}-{n}")) for n in range(len(children))]
+        commands += [f"mkdir {h} && mount --bind {c} {h}" for c, h in zip(children, held, strict=True)]
         commands.append(f"mount -t tmpfs -o mode=755 tmpfs {shlex.quote(str(private))}")
-        commands += [f"mkdir -p {child} && mount --bind $s{n} {child}" for n, child in enumerate(children)]
+        commands += [f"mkdir -p {c} && mount --bind {h} {c}" for c, h in zip(children, held, strict=True)]
     return "".join(f"{command} && " for command in commands)
 
 
 def _run_payload(level: str, *, unprivileged: bool) -> dict[str, object]:
     tag = marker()
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+    with contextlib.ExitStack() as stack, socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         port = listener.getsockname()[1]
@@ -70,7 +74,8 @@ def _run_payload(level: str, *, unprivileged: bool) -> dict[str, object]:
         environment = f"env -i PATH=/usr/bin:/bin HOME=/tmp PYTHONPATH={shlex.quote(str(REPO))}"
         if unprivileged:
             remount = _reachable_for_everyone(
-                [Path(sys.base_prefix), Path(sys.prefix), REPO]  # interpreter, venv, checkout
+                [Path(sys.base_prefix), Path(sys.prefix), REPO],  # interpreter, venv, checkout
+                stash=Path(stack.enter_context(tempfile.TemporaryDirectory(dir="/tmp", prefix="trex-test-"))),
             )
             inner = (
                 f"{remount}cd /tmp && exec setpriv --reuid={UNPRIVILEGED_UID} --regid={UNPRIVILEGED_UID} "

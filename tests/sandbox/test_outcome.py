@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from trex_eval.records import ExecStatus, SolveStatus
+from trex_eval.sandbox.channel import parse_channel
 from trex_eval.sandbox.limits import SandboxLimits
-from trex_eval.sandbox.outcome import build_execution, gurobipy_licence_failure, parse_channel
+from trex_eval.sandbox.outcome import build_execution, gurobipy_licence_failure
 
 NONCE = "n0nce"
 LIMITS = SandboxLimits(wall_s=10, cpu_s=4, output_bytes=1000, tail_chars=20)

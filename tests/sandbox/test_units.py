@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from trex_eval.sandbox import Job
-from trex_eval.sandbox.launch import _ancestors, _owned_entries, _View, sandbox_environment
+from trex_eval.sandbox.launch import _ancestors, _View, sandbox_environment
+from trex_eval.sandbox.site_entries import _owned_entries
 from trex_eval.sandbox.runtime import framing
 from trex_eval.sandbox.runtime.workdir import glob_regex
 
@@ -72,8 +73,9 @@ def test_what_a_program_wrote_travels_as_raw_bytes_not_six_times_larger() -> Non
 
 
 def test_the_view_binds_what_is_exposed_and_creates_its_parents_traversable() -> None:
-    # Not tmp_path: pytest's base directory is private (0700), which the view must not copy.
-    root = tempfile.mkdtemp()
+    # Not tmp_path: pytest's base directory is private (0700), which the view must not copy. Directly
+    # under /tmp (whatever TMPDIR says): the view's private /tmp then holds no parent of the root.
+    root = tempfile.mkdtemp(dir="/tmp")
     try:
         venv = os.path.join(root, "home", "alice", "venv")
         os.makedirs(os.path.join(venv, "bin"))
@@ -130,7 +132,7 @@ def test_installed_paths_read_from_record_are_those_of_distribution_files() -> N
     import importlib.metadata
     from pathlib import Path
 
-    from trex_eval.sandbox.launch import _installed_paths, _record_tops
+    from trex_eval.sandbox.site_entries import _installed_paths, _record_tops
 
     checked = 0
     for distribution in importlib.metadata.distributions():

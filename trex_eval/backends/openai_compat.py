@@ -4,22 +4,8 @@ Serves vLLM and SGLang servers, llama.cpp's server, OpenAI and DeepSeek alike. T
 ``local`` backends start a server and then delegate every request to :class:`OpenAICompatBackend`,
 passing the server's address as ``base_url``.
 
-Why plain ``httpx`` and not the ``openai`` SDK (the SDK is no longer a dependency; issue 14):
-the retry contract below *is* this module's job, and with the SDK we would switch its own
-retries off and then re-derive every decision from its exception classes. Measured with
-``scripts/bench_openai_sdk.py`` (2-core machine, loopback fake server, 500 sequential requests,
-openai 1.x with ``max_retries=0`` and ``with_raw_response``): median 1.24 ms per request through
-httpx, 1.98 ms through the SDK (+0.74 ms, +60 %; p90 1.77 vs 2.88 ms); cold import 127 ms vs
-648 ms (+0.5 s on every command that loads a backend). Under the fault cases the tests inject,
-the SDK adds nothing we could use: a body cut off mid-response is a bare
-``APIConnectionError`` (no refused/reset/cut distinction), a 503 with ``Retry-After`` is an
-``InternalServerError`` whose ``.response`` headers we would read ourselves, a 401 an
-``AuthenticationError``, and a malformed 200 passes ``with_raw_response`` and fails only at
-``parse()`` with a ``JSONDecodeError``, i.e. the same status, header and body decisions as here,
-one layer further away. Non-standard fields also pass straight through a dict:
-``reasoning_content`` (DeepSeek, vLLM reasoning parsers) in the response,
-``chat_template_kwargs`` in the request. ``httpx`` is a dependency either way (the SDK is built on
-it); the SDK stays in the ``dev`` extra for the benchmark script only.
+Why plain ``httpx`` and not the ``openai`` SDK: measured and argued in docs/architecture.md
+("Model backends"); the retry contract below *is* this module's job.
 
 Retry contract (per sample):
 

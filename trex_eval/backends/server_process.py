@@ -17,6 +17,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -85,7 +86,8 @@ class ServerProcess:
 
     def __init__(self, launch: ServerLaunch) -> None:
         self.launch = launch
-        self.log_path = launch.log_file or _new_log_file(launch.label)
+        self._own_log = launch.log_file is None
+        self.log_path = launch.log_file or _new_log_name(launch.label)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -116,7 +118,10 @@ class ServerProcess:
                 f"cannot start {self.launch.label}: {self.launch.argv[0]}: no such executable file"
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
+        # A log of our own is created only now, exclusively (no other process's file or link in the
+        # temp dir is appended to), so a server never started leaves no file behind.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_EXCL if self._own_log else 0)
+        with open(os.open(self.log_path, flags, 0o600), "ab") as log:
             try:
                 self._process = subprocess.Popen(
                     _dying_with_this_process(self.launch.argv),
@@ -156,6 +161,10 @@ class ServerProcess:
         _signal_group(process.pid, signal.SIGKILL)
         returncode = await asyncio.to_thread(process.wait)
         _LIVE.discard(self)
+        if self._own_log:  # an empty log of our own says nothing: not left behind in the temp dir
+            with contextlib.suppress(OSError):
+                if self.log_path.stat().st_size == 0:
+                    self.log_path.unlink()
         return returncode
 
     def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
@@ -214,11 +223,10 @@ def _signal_group(pid: int, signum: signal.Signals) -> None:
         os.killpg(pid, signum)
 
 
-def _new_log_file(label: str) -> Path:
+def _new_log_name(label: str) -> Path:
+    """A fresh name in the temp dir; the file is created exclusively when the server starts."""
     slug = "".join(ch if ch.isalnum() else "-" for ch in label.lower()).strip("-") or "server"
-    handle, name = tempfile.mkstemp(prefix=f"trex-{slug}-", suffix=".log")
-    os.close(handle)
-    return Path(name)
+    return Path(tempfile.gettempdir()) / f"trex-{slug}-{secrets.token_hex(6)}.log"
 
 
 # Servers still running when the interpreter exits (a crash between start() and close()) are

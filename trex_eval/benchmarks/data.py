@@ -5,25 +5,24 @@ project never ships them; ``trex-eval data pull`` downloads the upstream archive
 files listed in ``data_manifest.json`` (committed, with a sha256 per file) and installs them
 atomically: the target folder either holds a complete, verified copy or is left untouched.
 
-Resolution order of the data directory: an explicit ``--data-dir``, then ``TREX_DATA_DIR``, then
-``<user cache>/data/<commit>`` (where ``data pull`` installs by default).
+Resolution order of the data directory, one rule for ``run``, ``grade``, ``audit`` and the tests:
+an explicit ``--data-dir``, then ``TREX_DATA_DIR``, then ``../shared/benchmarks/t-rex`` beside a
+source checkout (:func:`checkout_data_dir`), then ``<user cache>/data/<commit>`` (where
+``data pull`` installs by default).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
-import tarfile
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from trex_eval import config
+from trex_eval.benchmarks import download
+from trex_eval.benchmarks.download import ProgressCallback as ProgressCallback
 from trex_eval.errors import DataError
 from trex_eval.files import sha256_file as sha256_file  # moved there for the backends; re-exported
 from trex_eval.records import Record
@@ -86,6 +85,14 @@ def default_data_dir(manifest: DataManifest | None = None) -> Path:
     return config.cache_dir() / "data" / manifest.commit
 
 
+def checkout_data_dir() -> Path | None:
+    """``../shared/benchmarks/t-rex`` beside the source checkout this package runs from, where it
+    holds a ``data/`` folder (the layout CI and the tests use); None for an installed wheel."""
+    checkout = Path(__file__).resolve().parents[2]
+    found = checkout.parent / "shared" / "benchmarks" / "t-rex"
+    return found if (checkout / "pyproject.toml").is_file() and (found / "data").is_dir() else None
+
+
 _HOW_TO_POINT = (
     "run `trex-eval data pull`, or point the harness at an existing copy of the upstream "
     "or_benchmark_eval/ folder with --data-dir DIR or TREX_DATA_DIR=DIR"
@@ -120,6 +127,8 @@ def resolve_data_dir(explicit: Path | None = None) -> Path:
         root, origin = explicit, "--data-dir"
     elif (env := config.data_dir_from_env()) is not None:
         root, origin = env, "TREX_DATA_DIR"
+    elif (checkout := checkout_data_dir()) is not None:
+        root, origin = checkout, "../shared/benchmarks/t-rex beside the checkout"
     else:
         root, origin = default_data_dir(), "the default location"
     if not (root / "data").is_dir():
@@ -154,10 +163,6 @@ def verify_data_dir(root: Path, *, manifest: DataManifest | None = None) -> Veri
     return VerifyReport(
         root=str(root), checked=len(manifest.files), missing=tuple(missing), corrupt=tuple(corrupt)
     )
-
-
-ProgressCallback = Callable[[int, int | None], None]
-"""Called with (bytes downloaded so far, total bytes or None) while downloading."""
 
 
 def pull(
@@ -208,14 +213,14 @@ def _install(
     if not force and dest.is_dir() and verify_data_dir(dest, manifest=manifest).ok:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_staging(dest)
+    download.remove_stale_staging(dest)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
     try:
         archive = staging / "archive.tar.gz"
-        _download(url, archive, connect_timeout_s, read_timeout_s, progress, hint)
+        download.download(url, archive, connect_timeout_s, read_timeout_s, progress, hint)
         tree = staging / "tree"
-        _extract_verified(archive, tree, manifest, hint)
-        _swap_into_place(tree, dest)
+        download.extract_verified(archive, tree, manifest, hint)
+        download.swap_into_place(tree, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest
@@ -361,133 +366,3 @@ def pull_sources(
             _SOURCES_DOWNLOAD_FAILED,
         )
     return installed
-
-
-def _remove_stale_staging(dest: Path) -> None:
-    # A pull killed with SIGKILL leaves its staging folder behind; an hour is far longer than
-    # any real download, so older ones are garbage.
-    cutoff = time.time() - 3600
-    for stale in dest.parent.glob(f".{dest.name}.*-*"):
-        if stale.is_dir() and stale.stat().st_mtime < cutoff:
-            shutil.rmtree(stale, ignore_errors=True)
-
-
-def _download(
-    url: str,
-    target: Path,
-    connect_timeout_s: float,
-    read_timeout_s: float,
-    progress: ProgressCallback | None,
-    hint: str = _DOWNLOAD_FAILED,
-) -> None:
-    if url.startswith("file://"):
-        _copy_local(url, target, progress, hint)
-        return
-    import httpx  # here: every run reads this module's data facts, few ever download
-
-    timeout = httpx.Timeout(read_timeout_s, connect=connect_timeout_s)
-    try:
-        with (
-            httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response,
-            target.open("wb") as out,
-        ):
-            if response.status_code != 200:
-                raise DataError(f"downloading {url} failed: HTTP {response.status_code}", hint=hint)
-            total_header = response.headers.get("content-length")
-            total = int(total_header) if total_header and total_header.isdigit() else None
-            done = 0
-            for chunk in response.iter_bytes(_CHUNK):
-                out.write(chunk)
-                done += len(chunk)
-                if progress is not None:
-                    progress(done, total)
-            if total is not None and done != total:
-                raise DataError(f"download of {url} was cut short ({done} of {total} bytes)", hint=hint)
-    except httpx.HTTPError as exc:
-        raise DataError(f"cannot download {url}: {exc or type(exc).__name__}", hint=hint) from exc
-
-
-def _copy_local(url: str, target: Path, progress: ProgressCallback | None, hint: str) -> None:
-    """A ``file://`` mirror: the archive copied from the local path, with progress."""
-    source = Path(url.removeprefix("file://"))
-    try:
-        total = source.stat().st_size
-        with source.open("rb") as src, target.open("wb") as out:
-            done = 0
-            for chunk in iter(lambda: src.read(_CHUNK), b""):
-                out.write(chunk)
-                done += len(chunk)
-                if progress is not None:
-                    progress(done, total)
-    except OSError as exc:
-        raise DataError(f"cannot read {url}: {exc.strerror or exc}", hint=hint) from exc
-
-
-def _iter_members(archive: Path) -> Iterator[tuple[tarfile.TarInfo, IO[bytes] | None]]:
-    with tarfile.open(archive, mode="r|gz") as tar:
-        for member in tar:
-            yield member, tar.extractfile(member) if member.isfile() else None
-
-
-def _copy_hashing(source: IO[bytes], out: IO[bytes]) -> str:
-    digest = hashlib.sha256()
-    for chunk in iter(lambda: source.read(_CHUNK), b""):
-        digest.update(chunk)
-        out.write(chunk)
-    return digest.hexdigest()
-
-
-def _extract_verified(
-    archive: Path, tree: Path, manifest: DataManifest, hint: str = _DOWNLOAD_FAILED
-) -> None:
-    wanted = manifest.member_to_relpath
-    optional = manifest.optional_members
-    found: set[str] = set()
-    corrupt: list[str] = []
-    try:
-        for member, stream in _iter_members(archive):
-            if stream is not None and member.name in optional and not (tree / optional[member.name]).exists():
-                target = tree / optional[member.name]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with target.open("wb") as out:
-                    _copy_hashing(stream, out)
-                continue
-            rel = wanted.get(member.name)
-            if rel is None or stream is None:
-                continue
-            target = tree / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("wb") as out:
-                digest = _copy_hashing(stream, out)
-            found.add(rel)
-            if digest != manifest.files[rel]:
-                corrupt.append(rel)
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(f"the downloaded archive is not a readable .tar.gz: {exc}", hint=hint) from exc
-    missing = sorted(set(manifest.files) - found)
-    if corrupt or missing:
-        lines = [f"corrupt (sha256 mismatch): {rel}" for rel in sorted(corrupt)]
-        lines += [f"missing from archive: {rel}" for rel in missing]
-        shown = "\n    ".join(lines[:20]) + (
-            f"\n    ... and {len(lines) - 20} more" if len(lines) > 20 else ""
-        )
-        raise DataError(
-            f"the archive does not match the pinned snapshot {manifest.commit[:12]}; "
-            "nothing was installed:\n    " + shown,
-            hint="retry the download; if it persists, the upstream archive changed: report it",
-        )
-
-
-def _swap_into_place(tree: Path, dest: Path) -> None:
-    if not dest.exists():
-        os.replace(tree, dest)
-        return
-    retired = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
-    os.replace(dest, retired / "previous")
-    try:
-        os.replace(tree, dest)
-    except OSError:
-        os.replace(retired / "previous", dest)
-        raise
-    finally:
-        shutil.rmtree(retired, ignore_errors=True)

@@ -44,6 +44,7 @@ from trex_eval.errors import ConfigError
 from trex_eval.records import Record
 from trex_eval.report.charts import OUTCOME_COLOURS
 from trex_eval.report.compare import ComparisonSet, compare_runs
+from trex_eval.report.definitions import DEFINITIONS, MACRO_LABEL
 from trex_eval.report.drilldown import drilldown
 from trex_eval.report.html_charts import delta_charts, outcome_chart, score_charts
 from trex_eval.report.intervals import IntervalSettings
@@ -58,8 +59,6 @@ from trex_eval.report.markdown import ENVIRONMENT_MARK, MISSING_MARK
 from trex_eval.report.published import PublishedScore
 from trex_eval.report.runs import RunResults
 from trex_eval.report.summary import (
-    DEFINITIONS,
-    MACRO_LABEL,
     distinct_labels,
     percent,
     summarize_results,

@@ -10,8 +10,9 @@ from markupsafe import Markup
 
 from trex_eval.report.charts import Bar, Stack, delta_chart, score_chart, stack_chart
 from trex_eval.report.compare import ComparisonSet
+from trex_eval.report.definitions import MACRO_LABEL
 from trex_eval.report.leaderboard import Leaderboard
-from trex_eval.report.summary import MACRO_LABEL, RunSummary
+from trex_eval.report.summary import RunSummary
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ class ColumnGroup(Record):
 
 
 class MacroColumn(Record):
-    """A macro-average column: the :data:`~trex_eval.report.summary.MACRO_LABEL` over the column
+    """A macro-average column: the :data:`~trex_eval.report.definitions.MACRO_LABEL` over the column
     groups named in ``over``."""
 
     label: str

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from trex_eval.report.compare import Comparison, ComparisonSet
+from trex_eval.report.definitions import DEFINITIONS, MACRO_LABEL
 from trex_eval.report.intervals import SMALL_N
 from trex_eval.report.leaderboard import Leaderboard, LeaderboardRow, build_leaderboard
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.published import PublishedScore
-from trex_eval.report.summary import DEFINITIONS, MACRO_LABEL, BenchmarkSummary, RunSummary, percent
+from trex_eval.report.summary import BenchmarkSummary, RunSummary, percent
 
 ENVIRONMENT_MARK = "†"
 MISSING_MARK = "‡"

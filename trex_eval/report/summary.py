@@ -13,8 +13,7 @@ tables print them as percentages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import MappingProxyType
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from trex_eval.metrics import (
@@ -32,105 +31,17 @@ from trex_eval.records import (
     Record,
     SampleRecord,
     SolveStatus,
-    Usage,
     Verdict,
 )
+from trex_eval.report.definitions import DEFINITIONS
 from trex_eval.report.intervals import SMALL_N, IntervalSettings, stratified_bootstrap_ci, wilson_ci
 from trex_eval.report.outcomes import Outcome
+from trex_eval.report.repair_summary import RepairSummary, repair_summary
 from trex_eval.report.runs import BenchmarkResults, ProblemSamples, RunResults, arrange
 from trex_eval.store import RunManifest, RunSettings
 
-MACRO_LABEL = "macro mean of per-benchmark pass@1"
-
-DEFINITIONS: Mapping[str, str] = MappingProxyType(
-    {
-        "pass@1": (
-            "mean over the selected problems of the fraction of each problem's samples graded correct; "
-            "a missing sample counts as wrong"
-        ),
-        "ci": (
-            f"confidence interval of pass@1 (see 'interval'); below n = {SMALL_N} problems the "
-            "Wilson score interval instead (a bootstrap of few problems looks falsely certain), "
-            "marked *"
-        ),
-        "n": "problems selected (the denominator; never the number of records present)",
-        "pass@k": (
-            "unbiased estimator 1 − C(n−c, k)/C(n, k) per problem (Chen et al. 2021), averaged over problems"
-        ),
-        "acc@k": "reference T-Rex acc@k: fraction of problems with a correct sample among the first k",
-        "maj@k": (
-            "fraction of problems whose majority objective value over the first k samples matches the "
-            "reference within rtol 1e-4, atol 1e-6; votes are the objectives of solves that ended optimal"
-        ),
-        "macro": f"{MACRO_LABEL}: each benchmark weighs the same, whatever its size",
-        "api_errors": "samples whose model request failed after retries; counted as failures",
-        "environment_failures": (
-            "samples lost to the environment (licence error, gurobipy unavailable, a solver library "
-            "missing from the install, not run); counted as "
-            "failures and flagged, since they say nothing about the model"
-        ),
-        "missing": (
-            "expected samples (problems × samples per problem) the run did not store or holds no "
-            "completion for (a replayed file without it); counted as failures, never as API errors"
-        ),
-        "pass@1@rK": (
-            "repair runs (`run --repair N`) only: pass@1 with each sample graded by its last round up to "
-            "round K (r0 = the zero-shot answer, equal to pass@1); never mixed into pass@1"
-        ),
-        "repaired@rK": (
-            "share of the problems (sample-averaged, like pass@1) that round K turned from failed to correct"
-        ),
-        "per_solved": (
-            "model requests (every round) and tokens (prompt + completion, as the server reported them) "
-            "spent per sample correct after the last round"
-        ),
-        "repair_by_failure": (
-            "per kind of round-0 failure that was fed back: samples, and how many a repair round made correct"
-        ),
-        "compat": (
-            "the reference harness's summary row (§6.4): Score = acc@k over the selected problems "
-            "(k = samples), Code pass = problems whose selected attempt produced an optimal objective "
-            "(solver benchmarks) or a model the structure check could read (ORGEval); the selected "
-            "attempt is the first correct sample, else the last stored one"
-        ),
-    }
-)
-"""What each reported number means; copied into ``summary.json`` and printed under tables."""
-
 _POWERS_OF_TWO = (2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_PROMPT_SET = "t-rex"
-
-
-class FailureRepairs(Record):
-    """Samples whose round 0 failed with one kind of outcome that was fed back, and how many of
-    them a repair round made correct."""
-
-    samples: int
-    repaired: int
-
-
-class RepairSummary(Record):
-    """The repair protocol's scores of one benchmark (``run --repair N``; see :data:`DEFINITIONS`).
-
-    ``pass_at_1`` maps round ``K`` (0..N) to pass@1@rK, ``pass_at_1[0]`` being the benchmark's
-    zero-shot pass@1; ``repaired`` maps ``K >= 1`` to repaired@rK (so ``pass_at_1[K] =
-    pass_at_1[K-1] + repaired[K]``); ``asked`` maps ``K >= 1`` to the samples that round K asked
-    the model again for. ``requests`` and ``tokens`` count every round of the stored samples
-    (``tokens`` is ``None`` when no response reported usage); the ``*_per_solved`` figures divide
-    them by ``solved_samples`` (correct after round N; ``None`` when none is). ``by_failure`` is
-    keyed by the round-0 failure kind fed back (``syntax_error``, ``no_solve``, ...)."""
-
-    rounds: int
-    feedback: str
-    pass_at_1: dict[int, float]
-    repaired: dict[int, float]
-    asked: dict[int, int]
-    requests: int
-    tokens: int | None
-    solved_samples: int
-    requests_per_solved: float | None
-    tokens_per_solved: float | None
-    by_failure: dict[str, FailureRepairs]
 
 
 class BenchmarkSummary(Record):
@@ -424,65 +335,8 @@ def _summarize_benchmark(
         compat=protocol.summary_row(
             entry.name, [problem.samples for problem in bench.problems], selected=bench.selected
         ),
-        repair=_repair_summary(bench, run) if run.repair else None,
+        repair=repair_summary(bench, run) if run.repair else None,
     )
-
-
-def _repair_summary(bench: BenchmarkResults, run: RunSettings) -> RepairSummary:
-    """pass@1 after each round, the share each round repaired, the cost per solved sample and the
-    repair rate by round-0 failure kind (see :class:`RepairSummary`)."""
-    by_round = {
-        k: pass_at_1(
-            [
-                [record is not None and record.grade_after(k).passed for record in p.samples]
-                for p in bench.problems
-            ]
-            + [[False] * bench.samples_per_problem for _ in range(bench.unseen)]
-        )
-        for k in range(run.repair + 1)
-    }
-    records = list(bench.records())
-    asked = {
-        k: sum(any(r.round == k for r in record.rounds) for record in records)
-        for k in range(1, run.repair + 1)
-    }
-    requests = sum(1 + len(record.rounds) for record in records)
-    usages = [
-        _tokens(completion.usage)
-        for record in records
-        for completion in (record.completion, *(r.completion for r in record.rounds))
-    ]
-    reported = [count for count in usages if count is not None]
-    tokens = sum(reported) if reported else None
-    solved = sum(record.grade_after(run.repair).passed for record in records)
-    failures: dict[str, list[int]] = {}
-    for record in records:
-        if record.rounds:
-            counts = failures.setdefault(record.rounds[0].failure, [0, 0])
-            counts[0] += 1
-            counts[1] += record.grade_after(run.repair).passed
-    return RepairSummary(
-        rounds=run.repair,
-        feedback=run.repair_feedback,
-        pass_at_1=by_round,
-        repaired={k: by_round[k] - by_round[k - 1] for k in range(1, run.repair + 1)},
-        asked=asked,
-        requests=requests,
-        tokens=tokens,
-        solved_samples=solved,
-        requests_per_solved=requests / solved if solved else None,
-        tokens_per_solved=tokens / solved if solved and tokens is not None else None,
-        by_failure={kind: FailureRepairs(samples=n, repaired=m) for kind, (n, m) in sorted(failures.items())},
-    )
-
-
-def _tokens(usage: Usage) -> int | None:
-    """Prompt plus completion tokens of one response, ``None`` when the server reported none."""
-    if usage.total_tokens is not None:
-        return usage.total_tokens
-    if usage.prompt_tokens is None and usage.completion_tokens is None:
-        return None
-    return (usage.prompt_tokens or 0) + (usage.completion_tokens or 0)
 
 
 def _ks(width: int) -> tuple[int, ...]:

@@ -11,8 +11,8 @@ from typing import Any
 
 from trex_eval import __version__
 from trex_eval.benchmarks import data
-from trex_eval.sandbox.launch import distribution_key
 from trex_eval.sandbox.runtime import hooks
+from trex_eval.sandbox.site_entries import distribution_key
 
 PACKAGES = (
     "trex-eval",

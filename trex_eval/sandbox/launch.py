@@ -9,20 +9,17 @@ neither ``PYTHONPATH`` nor user site-packages can inject code there.
 from __future__ import annotations
 
 import ast
-import csv
 import functools
 import importlib.metadata
 import importlib.util
 import os
-import re
 import sys
 import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from ..records import SHM_MIB
-from .runtime import hooks
+from .site_entries import SOLVER_DISTRIBUTIONS, solver_entries
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 
@@ -151,11 +148,6 @@ def find_bwrap() -> list[str]:
     return found
 
 
-SOLVER_DISTRIBUTIONS = (*hooks.DISTRIBUTIONS, "numpy")
-"""Distributions of the solver libraries the runtime hooks (each hook declares its own), and
-NumPy: with their dependencies (from their metadata), the only site-packages entries programs
-see under bubblewrap."""
-
 SYSTEM_TREES = tuple(
     f"{usr}/{tree}" for usr in ("", "/usr") for tree in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 )
@@ -180,148 +172,6 @@ EMPTY_DIRS = ("/home", "/root", "/var/tmp")
 
 PRIVATE_DIRS = ("/tmp", "/dev/shm")
 """Directories the sandbox replaces by its own empty tmpfs (writable scratch for the programs)."""
-
-
-def distribution_key(name: str) -> str:
-    """A distribution's normalised name (PEP 503): how manifests and the sandbox view compare them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _requirements(distribution: importlib.metadata.Distribution) -> list[str]:
-    """Names of the distributions ``distribution`` requires, without optional extras."""
-    names = []
-    for text in distribution.requires or ():
-        try:
-            from packaging.requirements import InvalidRequirement, Requirement
-        except ImportError:  # pragma: no cover - packaging ships with every pip
-            found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", text)
-            if found and "extra" not in text.partition(";")[2]:
-                names.append(found.group(1))
-            continue
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-            names.append(requirement.name)
-    return names
-
-
-@functools.cache
-def solver_closure(roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> frozenset[str]:
-    """Normalised names of the installed ``roots`` and of every distribution they need."""
-    seen: set[str] = set()
-    todo = list(roots)
-    while todo:
-        name = todo.pop()
-        if distribution_key(name) in seen:
-            continue
-        try:
-            distribution = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        seen.add(distribution_key(name))
-        todo.extend(_requirements(distribution))
-    return frozenset(seen)
-
-
-def _owned_entries(files: list[tuple[tuple[str, ...], bool]], depth: int = 0) -> list[tuple[str, ...]]:
-    """The shortest path prefixes whose files all belong to allowed distributions; ``files`` are
-    (path parts, allowed) pairs sharing their first ``depth`` parts."""
-    groups: dict[str, list[tuple[tuple[str, ...], bool]]] = {}
-    for parts, allowed in files:
-        if len(parts) > depth:
-            groups.setdefault(parts[depth], []).append((parts, allowed))
-    kept: list[tuple[str, ...]] = []
-    for group in groups.values():
-        if not any(allowed for _, allowed in group):
-            continue
-        if all(allowed for _, allowed in group) or all(len(parts) == depth + 1 for parts, _ in group):
-            kept.append(group[0][0][: depth + 1])
-        else:
-            kept.extend(_owned_entries(group, depth + 1))
-    return kept
-
-
-class _Listed(NamedTuple):
-    """A distribution of the site folder, as :func:`solver_entries` reads it: its ``RECORD``
-    text, whether it is allowed, its top-level names and its paths where already split."""
-
-    distribution: importlib.metadata.Distribution
-    record: str | None
-    allowed: bool
-    tops: set[str]
-    paths: list[tuple[str, ...]] | None
-
-
-@functools.cache
-def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> tuple[str, ...]:
-    """Paths under the site-packages folder ``site`` that the solver distributions and their
-    dependencies installed (from their ``RECORD``): top-level packages, modules, ``.libs`` and
-    ``.dist-info`` folders; a folder shared with other distributions (a namespace package such as
-    ``google``) contributes only the allowed distributions' own entries."""
-    allowed = solver_closure(roots)
-    listed: list[_Listed] = []
-    for distribution in importlib.metadata.distributions(path=[site]):
-        # The folder's own name where it has one (``Name`` would parse every METADATA file).
-        name = getattr(distribution, "_normalized_name", None) or distribution.metadata["Name"] or ""
-        record = distribution.read_text("RECORD")
-        tops, paths = _record_tops(record), None
-        if tops is None:
-            paths = _installed_paths(distribution, record)
-            tops = {parts[0] for parts in paths}
-        listed.append(_Listed(distribution, record, distribution_key(name) in allowed, tops, paths))
-    # Only a top-level name that allowed and other distributions share (a namespace folder such as
-    # ``google``) needs their paths below it; every other one is an entry of its own.
-    mine = set().union(*(item.tops for item in listed if item.allowed))
-    shared = mine & set().union(*(item.tops for item in listed if not item.allowed))
-    files: list[tuple[tuple[str, ...], bool]] = []
-    for distribution, record, allowed_one, tops, paths in listed:
-        if allowed_one:
-            files.extend(((top,), True) for top in tops - shared)
-        if not tops.isdisjoint(shared):
-            if paths is None:
-                paths = _installed_paths(distribution, record)
-            files.extend((parts, allowed_one) for parts in paths if parts[0] in shared)
-    found = {os.path.join(site, *parts) for parts in _owned_entries(files)}
-    return tuple(sorted(path for path in found if os.path.lexists(path)))
-
-
-def _record_tops(record: str | None) -> set[str] | None:
-    """The first parts of the paths :func:`_installed_paths` reads from ``record``, without
-    splitting every path; None where that takes the full parse (no ``RECORD``, quoted fields,
-    ``.`` or ``..`` inside a path)."""
-    # A quoted field may hold a line break, and only the CSV reader knows where its row ends.
-    if record is None or '"' in record:
-        return None
-    tops = set()
-    for line in record.splitlines():
-        path = line.partition(",")[0]
-        if not path or path.startswith(("/", "../")) or path == "..":
-            continue  # rows _installed_paths leaves out
-        if path.startswith("./") or "/." in path or path == ".":
-            return None
-        tops.add(path.partition("/")[0])
-    return tops
-
-
-def _installed_paths(
-    distribution: importlib.metadata.Distribution, record: str | None
-) -> list[tuple[str, ...]]:
-    """The relative paths (as parts) ``distribution`` installed, absolute ones and any with
-    ``..`` left out. Read from ``RECORD`` as text where there is one: ``distribution.files``
-    makes a path object per file (27,000 for the solver libraries here: half a second of every
-    pool start); the same parts as ``PurePosixPath(file).parts`` (RECORD paths use ``/``).
-    ``record`` is the distribution's ``RECORD`` text, None where it has none."""
-    if record is None:
-        listed = [(Path(file).parts, Path(file).is_absolute()) for file in distribution.files or ()]
-    else:
-        listed = [
-            (tuple(part for part in row[0].split("/") if part not in ("", ".")), row[0].startswith("/"))
-            for row in csv.reader(record.splitlines())
-            if row and row[0]
-        ]
-    return [parts for parts, absolute in listed if parts and ".." not in parts and not absolute]
 
 
 def _site_directories() -> list[str]:
