@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # The README lines run here (copied verbatim from it; the test fails when the README changes
 # them). The others need a GPU, an API key, a checkpoint or the network.

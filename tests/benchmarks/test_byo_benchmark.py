@@ -18,7 +18,7 @@ from trex_eval.prompting.render import PromptRenderer
 from trex_eval.protocols.plan import rules_by_protocol
 from trex_eval.records import ObjectiveReference, SolveStatus
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "or-word-problems"
 IDS = [
     "product-mix",
     "diet",

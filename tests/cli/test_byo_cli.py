@@ -11,7 +11,7 @@ import pytest
 import yaml
 from cli_process import trex_eval
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "or-word-problems"
 
 Cli = Callable[..., "subprocess.CompletedProcess[str]"]
 

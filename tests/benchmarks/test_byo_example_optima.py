@@ -18,7 +18,7 @@ import pulp
 import pytest
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "or-word-problems"
 
 # Optimum by hand (derivations in examples/or-word-problems/README.md).
 BY_HAND: dict[str, float | str] = {

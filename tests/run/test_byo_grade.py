@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from cli_process import trex_eval
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "or-word-problems"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "or-word-problems"
 COPTPY_TEXT = "response.choices.0.message.content"
 COPTPY_FIELDS = ("--id-field", "task_id", "--text-field", COPTPY_TEXT)
 """Where the example's coptpy completions file keeps the problem id and the answer text."""
