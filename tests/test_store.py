@@ -93,9 +93,24 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_run(tmp_path: Path
     with pytest.raises(StoreError, match="another trex-eval process is writing"):
         RunStore.open(tmp_path / "run")
     first.close()
+    assert not (tmp_path / "run" / ".lock").exists()  # a closed run keeps no empty lock file
     RunStore.open(tmp_path / "run").close()
     with pytest.raises(StoreError, match="already holds a run"):
         RunStore.create(tmp_path / "run", _manifest())
+
+
+def test_a_lock_on_a_removed_lock_file_is_taken_again_on_the_new_one(tmp_path: Path) -> None:
+    first = RunStore.create(tmp_path / "run", _manifest())
+    first.close()
+    stale = (tmp_path / "run" / ".lock").open("a")  # opened the file a closing writer then removed
+    (tmp_path / "run" / ".lock").unlink(missing_ok=True)
+    try:
+        second = RunStore.open(tmp_path / "run")
+        with pytest.raises(StoreError, match="another trex-eval process is writing"):
+            RunStore.open(tmp_path / "run")
+        second.close()
+    finally:
+        stale.close()
 
 
 def test_a_lone_surrogate_from_a_server_is_stored_not_fatal(tmp_path: Path) -> None:

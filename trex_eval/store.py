@@ -265,16 +265,27 @@ class RunStore:
         self._dir_lock: IO[str] | None = None
 
     def _take_lock(self) -> None:
-        handle = (self.root / LOCK).open("a")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        # The holder removes the lock file when it closes, so a finished run keeps no empty .lock;
+        # a lock taken on a file already removed (or replaced) by then is taken again on the new one.
+        path = self.root / LOCK
+        while True:
+            handle = path.open("a")
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                raise StoreError(
+                    f"another trex-eval process is writing {self.root}",
+                    hint="wait for it to finish (or stop it), then resume",
+                ) from None
+            try:
+                current = path.stat().st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(handle.fileno()).st_ino:
+                self._dir_lock = handle
+                return
             handle.close()
-            raise StoreError(
-                f"another trex-eval process is writing {self.root}",
-                hint="wait for it to finish (or stop it), then resume",
-            ) from None
-        self._dir_lock = handle
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -311,6 +322,8 @@ class RunStore:
                 handle.close()
             self._handles.clear()
             if self._dir_lock is not None:
+                with contextlib.suppress(OSError):
+                    (self.root / LOCK).unlink()  # still held: no other writer can be using it
                 self._dir_lock.close()
                 self._dir_lock = None
 

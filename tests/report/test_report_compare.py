@@ -3,6 +3,7 @@ problems from the construction, McNemar against statsmodels, the paired bootstra
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -189,3 +190,24 @@ class TestPairingRules:
             compare_runs([broken])
         with pytest.raises(ConfigError, match="out of range"):
             compare_runs(runs, baseline=2)
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_terminal_table_uses_the_terminal_width(result: ComparisonSet, width: int) -> None:
+    from rich.console import Console
+
+    from trex_eval.report.terminal import comparison_table
+
+    label = "deepseek-v4-flash-or · trex-compat · prompts or-r1 · 4-shot · 8 samples"  # a long label
+    (comparison,) = result.comparisons
+    labelled = result.model_copy(
+        update={"comparisons": (comparison.model_copy(update={"candidate_label": label}),)}
+    )
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(comparison_table(labelled))
+    lines = console.export_text().splitlines()
+    header = next(line for line in lines if "Δ [CI]" in line)
+    assert "benchmark" in header  # the header never breaks inside a word ("benchmar" / "k")
+    if width == 200:  # a wide terminal keeps the run's label on one line
+        assert any(label in line for line in lines)
+    assert max(len(line) for line in lines) <= width

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from records_factory import entry, manifest, sample
 
@@ -86,6 +87,21 @@ class TestPublished:
         pinned = "https://github.com/SLAI-AITP/SLAI-T-Rex/blob/8d6487e"
         assert all(score.url.startswith(pinned) for score in trex)
         assert all("not stated" in score.note for score in trex if score.benchmark == "average")
+
+    def test_the_cpt_sft_orgeval_figure_is_what_the_reference_programs_score(self) -> None:
+        """The note beside 59.39 states a measured fact: the committed audit under the reference
+        grader holds 234 of 394 B4O-ORGEval references correct, 59.39 % to two decimals."""
+        audit = pd.read_csv(REPO / "results" / "published" / "audit-trex-compat.csv")
+        orgeval = audit[audit["benchmark"] == "b4o-orgeval"]
+        correct = int((orgeval["verdict"] == "correct").sum())
+        assert (correct, len(orgeval)) == (234, 394)
+        scores = {
+            (s.model, s.benchmark): s
+            for s in load_published(REPO / "results" / "published" / "published.csv")
+        }
+        cpt = scores[("DeepSeek-V4-Flash CPT+SFT", "b4o-orgeval")]
+        assert cpt.score_pct == round(100 * correct / len(orgeval), 2)
+        assert "234/394" in cpt.note and "--protocol trex-compat" in cpt.note
 
     @pytest.mark.parametrize(
         ("text", "message"),

@@ -21,7 +21,10 @@ HOG = """
 import os
 for _ in range(63):
     if os.fork() == 0:
-        os.setsid()
+        try:
+            os.setsid()  # refused where the syscall filter applies (the autogroup counter)
+        except PermissionError:
+            pass
         while True:
             pass
 while True:

@@ -20,6 +20,7 @@ from sandbox_support import STAND_IN, TIGHT, marker, processes_with, require_bwr
 
 from trex_eval.records import ExecStatus, Execution, SolveStatus
 from trex_eval.sandbox import Job, SandboxPool
+from trex_eval.sandbox.runtime import syscalls
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -284,11 +285,18 @@ def test_child_sleeping_past_the_timeout_is_killed(tight_pool: SandboxPool) -> N
 
 def test_setsid_escapees_die_with_the_program(tight_pool: SandboxPool) -> None:
     tag, daemon_tag = marker(), marker()
+    # setsid is refused where the syscall filter applies; where it is not, escapees still die.
     code = f"""
 import os, subprocess
-subprocess.Popen(['sleep', '{tag}'], start_new_session=True)
+try:
+    subprocess.Popen(['sleep', '{tag}'], start_new_session=True)
+except PermissionError:
+    subprocess.Popen(['sleep', '{tag}'])
 if os.fork() == 0:
-    os.setsid()
+    try:
+        os.setsid()
+    except PermissionError:
+        pass
     if os.fork() == 0:
         os.execvp('sleep', ['sleep', '{daemon_tag}'])
     os._exit(0)
@@ -299,6 +307,34 @@ print('parent leaves')
     assert execution.status is ExecStatus.OK
     assert_no_survivors(tag)
     assert_no_survivors(daemon_tag)
+
+
+def test_output_written_past_the_cap_within_one_tick_is_still_over_it(tight_pool: SandboxPool) -> None:
+    # One write of 40 times the cap, then exit: done before the watcher's first look.
+    code = f"import os\nos.write(1, b'x' * {TIGHT.output_bytes * 40})\n"
+    for _ in range(3):
+        assert run(tight_pool, code, expect="any").status is ExecStatus.OUTPUT_LIMIT
+
+
+def test_a_job_cannot_start_a_session_whose_counter_a_later_job_reads(tight_pool: SandboxPool) -> None:
+    # Each setsid moves the kernel's autogroup counter, which /proc/<pid>/autogroup shows a later
+    # job: a held-out attack carried 12 bits a pair of jobs through it.
+    # In a child: the job itself leads its session already, where setsid fails anyway.
+    code = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.setsid()
+        print('NEW SESSION', flush=True)
+    except PermissionError:
+        print('REFUSED', flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+    if not syscalls.SUPPORTED:
+        pytest.skip("no syscall filter on this machine")
+    assert run(tight_pool, code, expect="any").stdout_tail.strip() == "REFUSED"
 
 
 def test_gigabyte_of_output_hits_the_output_limit(tight_pool: SandboxPool) -> None:

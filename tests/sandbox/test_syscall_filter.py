@@ -114,7 +114,7 @@ def test_the_filter_refuses_exactly_what_it_documents(machine: str, arch: int) -
         assert verdict(number[name], 3, 0, 1, 0, 0, 0x8) == EPERM, name  # RWF_NOWAIT
         assert verdict(number[name], 3, 0, 1, 0, 0, 0x10) == ALLOW, name  # RWF_APPEND
     # What other jobs can see: locks and notifications on shared files, kernel-wide counters.
-    for name in ("flock", "pidfd_open", "sched_setaffinity", "inotify_init1", "fanotify_init"):
+    for name in ("flock", "pidfd_open", "sched_setaffinity", "setsid", "inotify_init1", "fanotify_init"):
         assert verdict(number[name]) == EPERM, name
     for cmd in (5, 6, 7, 36, 37, 38, 1026):  # F_GETLK, F_SETLK(W), the OFD forms, F_NOTIFY
         assert verdict(number["fcntl"], 3, cmd) == EPERM, cmd

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from trex_eval.sandbox import Job
 from trex_eval.sandbox.launch import _ancestors, _View, sandbox_environment
-from trex_eval.sandbox.site_entries import _owned_entries
 from trex_eval.sandbox.runtime import framing
 from trex_eval.sandbox.runtime.workdir import glob_regex
+from trex_eval.sandbox.site_entries import _owned_entries
 
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "../up.json", "a/../../up", "", "program.py", "a\\b"])

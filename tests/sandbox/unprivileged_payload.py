@@ -41,7 +41,10 @@ def main() -> None:
         outcome["connect"] = pool.run(Job(code=connect, expect="any")).status.value
         bomb = BOMB.replace("sys.argv_tag", repr(tag))
         outcome["bomb"] = pool.run(Job(code=bomb, expect="any")).status.value
-        escape = f"import subprocess\nsubprocess.Popen(['sleep', '{tag}'], start_new_session=True)\n"
+        escape = (
+            f"import subprocess\ntry:\n    subprocess.Popen(['sleep', '{tag}'], start_new_session=True)\n"
+            f"except PermissionError:\n    subprocess.Popen(['sleep', '{tag}'])\n"
+        )
         outcome["escape"] = pool.run(Job(code=escape, expect="any")).status.value
     print("OUTCOME " + json.dumps(outcome))
 

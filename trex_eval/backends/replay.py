@@ -284,8 +284,9 @@ class _RecordReader:
             raise ConfigError(
                 f"no field '{path}' in this record",
                 where=where,
-                hint="name the right field with the replay options id_field=, text_field=, sample_field=, "
-                "benchmark_field=",
+                hint="name the right field: `trex-eval grade --id-field PATH --text-field PATH` (or "
+                "--code-field), or, as replay backend options, --opt id_field=PATH text_field=PATH "
+                "sample_field=PATH benchmark_field=PATH (dotted paths reach nested fields)",
             )
         return value
 

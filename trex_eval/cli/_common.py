@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-out = Console()
-err = Console(stderr=True)
+_PIPED_WIDTH = 160
+"""Width of tables written to a file or a pipe (no terminal to fit; COLUMNS still wins): wide
+enough that names are not folded into a log or a CI transcript."""
+
+
+def _console(*, stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(stderr=stderr, width=_PIPED_WIDTH)
+    return console
+
+
+out = _console()
+err = _console(stderr=True)
 
 
 def echo_text(text: str) -> None:

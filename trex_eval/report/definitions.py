@@ -30,7 +30,11 @@ DEFINITIONS: Mapping[str, str] = MappingProxyType(
             "fraction of problems whose majority objective value over the first k samples matches the "
             "reference within rtol 1e-4, atol 1e-6; votes are the objectives of solves that ended optimal"
         ),
-        "macro": f"{MACRO_LABEL}: each benchmark weighs the same, whatever its size",
+        "macro": (
+            f"{MACRO_LABEL}: each benchmark weighs the same, whatever its size; its interval is a "
+            "bootstrap stratified by benchmark, or, when any benchmark has fewer than "
+            f"{SMALL_N} problems, the mean of the benchmarks' Wilson bounds, marked *"
+        ),
         "api_errors": "samples whose model request failed after retries; counted as failures",
         "environment_failures": (
             "samples lost to the environment (licence error, gurobipy unavailable, a solver library "

@@ -47,7 +47,7 @@ from trex_eval.report.compare import ComparisonSet, compare_runs
 from trex_eval.report.definitions import DEFINITIONS, MACRO_LABEL
 from trex_eval.report.drilldown import drilldown
 from trex_eval.report.html_charts import delta_charts, outcome_chart, score_charts
-from trex_eval.report.intervals import IntervalSettings
+from trex_eval.report.intervals import SMALL_N, IntervalSettings
 from trex_eval.report.leaderboard import (
     ColumnGroup,
     Leaderboard,
@@ -55,7 +55,7 @@ from trex_eval.report.leaderboard import (
     MacroColumn,
     build_leaderboard,
 )
-from trex_eval.report.markdown import ENVIRONMENT_MARK, MISSING_MARK
+from trex_eval.report.markdown import ENVIRONMENT_MARK, MISSING_MARK, SMALL_N_MARK
 from trex_eval.report.published import PublishedScore
 from trex_eval.report.runs import RunResults
 from trex_eval.report.summary import (
@@ -162,6 +162,8 @@ def render_html_report(
         interval=settings.interval.describe(),
         environment_mark=ENVIRONMENT_MARK,
         missing_mark=MISSING_MARK,
+        small_n_mark=SMALL_N_MARK,
+        small_n=SMALL_N,
     )
 
 

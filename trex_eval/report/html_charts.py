@@ -11,7 +11,9 @@ from markupsafe import Markup
 from trex_eval.report.charts import Bar, Stack, delta_chart, score_chart, stack_chart
 from trex_eval.report.compare import ComparisonSet
 from trex_eval.report.definitions import MACRO_LABEL
+from trex_eval.report.intervals import SMALL_N
 from trex_eval.report.leaderboard import Leaderboard
+from trex_eval.report.markdown import SMALL_N_MARK
 from trex_eval.report.summary import RunSummary
 
 
@@ -35,12 +37,13 @@ def score_charts(board: Leaderboard) -> list[Chart]:
                     for text, on in (
                         (f"{cell.environment_failures} environment failures", cell.environment_failures),
                         (f"{cell.missing_samples} missing samples", cell.missing_samples),
+                        (f"n < {SMALL_N}: Wilson interval", cell.small_n),
                     )
                     if on
                 )
                 bars.append(
                     Bar(
-                        row.label,
+                        row.label + (SMALL_N_MARK if cell.small_n else ""),
                         cell.pass_at_1,
                         cell.ci_low,
                         cell.ci_high,
@@ -54,10 +57,11 @@ def score_charts(board: Leaderboard) -> list[Chart]:
     for position, macro in enumerate(board.macro_columns):
         bars = [
             Bar(
-                row.label,
+                row.label + (SMALL_N_MARK if row.summary.macro_small_n else ""),
                 row.summary.macro_pass_at_1,
                 row.summary.macro_ci_low,
                 row.summary.macro_ci_high,
+                note="mean of the benchmarks' Wilson bounds" if row.summary.macro_small_n else "",
             )
             for row in board.rows
             if row.macro_column == macro.label and row.summary.macro_pass_at_1 is not None

@@ -188,7 +188,8 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
     G.extractor, G.api_errors, G.environment_failures, G.missing_samples, G.unverified_samples``
     (passing claims the harness could not verify, not counted in pass@1); empty where the run
     did not fill the group. Then per macro column ``M``: ``M.pass@1_pct, M.ciNN_low_pct,
-    M.ciNN_high_pct, M.over`` (the column groups averaged, ``+``-separated). Scores are
+    M.ciNN_high_pct, M.over`` (the column groups averaged, ``+``-separated), ``M.interval``
+    (``bootstrap``, or ``wilson-mean`` where a benchmark has fewer than 30 problems). Scores are
     percentages at full float precision.
     """
     import pandas as pd  # ~0.3 s of start-up that only the tables need
@@ -236,6 +237,7 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
             record[f"{macro.label}.{ci}_low_pct"] = _pct(summary.macro_ci_low) if mine else None
             record[f"{macro.label}.{ci}_high_pct"] = _pct(summary.macro_ci_high) if mine else None
             record[f"{macro.label}.over"] = "+".join(macro.over) if mine else None
+            record[f"{macro.label}.interval"] = summary.macro_interval_method if mine else None
         records.append(record)
     frame = pd.DataFrame.from_records(records)
     integer_columns = [

@@ -209,7 +209,8 @@ def _definitions(board: Leaderboard) -> list[str]:
         f"n: {DEFINITIONS['n']}. {ENVIRONMENT_MARK}: includes environment failures (licence, gurobipy "
         f"unavailable, a solver library missing from the install, not run), which count as failures; "
         f"{MISSING_MARK}: includes missing samples, counted "
-        f"as failures; {SMALL_N_MARK}: fewer than {SMALL_N} problems, Wilson score interval.",
+        f"as failures; {SMALL_N_MARK}: fewer than {SMALL_N} problems, Wilson score interval (a macro "
+        "marked so: the mean of its benchmarks' Wilson bounds).",
         "",
         "Columns:",
         "",
@@ -393,7 +394,7 @@ def macro_parts(row: LeaderboardRow, label: str) -> tuple[str, str]:
         return "–", ""
     low, high = summary.macro_ci_low, summary.macro_ci_high
     interval = f"[{percent(low)}, {percent(high)}]" if low is not None and high is not None else ""
-    return percent(summary.macro_pass_at_1), interval
+    return percent(summary.macro_pass_at_1) + (SMALL_N_MARK if summary.macro_small_n else ""), interval
 
 
 def _score_cell(bench: BenchmarkSummary | None) -> str:

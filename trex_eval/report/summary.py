@@ -155,9 +155,18 @@ class RunSummary(Record):
     macro_over: tuple[str, ...]
     notes: tuple[str, ...]
     definitions: dict[str, str]
+    macro_interval_method: str = "bootstrap"
+    """How the macro interval was computed: ``bootstrap`` (stratified by benchmark) or, where any
+    benchmark has fewer than ``SMALL_N`` problems, ``wilson-mean`` (the mean of the benchmarks'
+    Wilson bounds; marked * like the benchmarks it comes from)."""
     torn_lines: int = 0
     """Lines of the completions file graded that were cut off and skipped (their samples are
     missing); see ``trex-eval grade --allow-torn-line``."""
+
+    @property
+    def macro_small_n(self) -> bool:
+        """True when the macro interval is the small-n ``wilson-mean`` (printed with *)."""
+        return self.macro_interval_method == "wilson-mean"
 
 
 def summarize(
@@ -183,11 +192,18 @@ def summarize_results(results: RunResults, *, interval: IntervalSettings | None 
     macro: float | None = None
     low: float | None = None
     high: float | None = None
+    method = "bootstrap"
     if benchmarks:
         macro = macro_average({bench.benchmark: bench.pass_at_1 for bench in benchmarks})
-        low, high = stratified_bootstrap_ci(
-            [bench.problem_scores() for bench in results.benchmarks], settings=settings
-        )
+        if any(bench.small_n for bench in benchmarks):
+            # A bootstrap over a benchmark of few problems looks falsely certain, here as in its cell.
+            method = "wilson-mean"
+            low = sum(bench.ci_low for bench in benchmarks) / len(benchmarks)
+            high = sum(bench.ci_high for bench in benchmarks) / len(benchmarks)
+        else:
+            low, high = stratified_bootstrap_ci(
+                [bench.problem_scores() for bench in results.benchmarks], settings=settings
+            )
     return RunSummary(
         run=identify(results),
         interval=settings,
@@ -196,6 +212,7 @@ def summarize_results(results: RunResults, *, interval: IntervalSettings | None 
         macro_ci_low=low,
         macro_ci_high=high,
         macro_over=tuple(bench.benchmark for bench in benchmarks),
+        macro_interval_method=method,
         notes=tuple(note for bench in benchmarks for note in _notes(bench)) + _torn_notes(torn),
         definitions=dict(DEFINITIONS),
         torn_lines=torn,

@@ -23,7 +23,8 @@ from trex_eval.report.summary import BenchmarkSummary, RunSummary, percent
 
 def _table(caption: str) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=caption, caption_justify="left")
-    table.add_column("benchmark", no_wrap=True, overflow="ellipsis", max_width=28)
+    # Names fold, never end in an ellipsis: a benchmark or rule cut short cannot be told apart.
+    table.add_column("benchmark", overflow="fold", min_width=9)
     table.add_column("n", justify="right")
     return table
 
@@ -34,6 +35,10 @@ def _marks(bench: BenchmarkSummary) -> str:
         + (MISSING_MARK if bench.missing_samples else "")
         + (SMALL_N_MARK if bench.small_n else "")
     )
+
+
+def _macro_mark(summary: RunSummary) -> str:
+    return SMALL_N_MARK if summary.macro_small_n else ""
 
 
 def _interval(low: float | None, high: float | None) -> str:
@@ -47,7 +52,7 @@ def _caption(interval: str, marks: set[str]) -> str:
     if MISSING_MARK in marks:
         parts.append(f"{MISSING_MARK} missing samples (failures)")
     if SMALL_N_MARK in marks:
-        parts.append(f"{SMALL_N_MARK} n < 30: Wilson interval")
+        parts.append(f"{SMALL_N_MARK} n < 30: Wilson interval (macro: mean of the Wilson bounds)")
     return "; ".join(parts)
 
 
@@ -57,7 +62,7 @@ def summary_table(summary: RunSummary) -> Table:
     table = _table(_caption(summary.interval.short(), marks))
     table.add_column("pass@1", justify="right")
     table.add_column("CI", justify="right", no_wrap=True)
-    table.add_column("rule", overflow="ellipsis", max_width=18)
+    table.add_column("rule", overflow="fold")
     for bench in summary.benchmarks:
         table.add_row(
             escape(bench.benchmark),
@@ -71,7 +76,7 @@ def summary_table(summary: RunSummary) -> Table:
         table.add_row(
             "[bold]macro[/bold]",
             "",
-            f"[bold]{percent(summary.macro_pass_at_1)}[/bold]",
+            f"[bold]{percent(summary.macro_pass_at_1)}{_macro_mark(summary)}[/bold]",
             _interval(summary.macro_ci_low, summary.macro_ci_high),
             "",
         )
@@ -81,7 +86,8 @@ def summary_table(summary: RunSummary) -> Table:
 def leaderboard_table(board: Leaderboard) -> Table:
     """Every run of a leaderboard in rank order: a section row per run (rank and label), a row per
     benchmark it holds, and its macro row. With split macro columns (runs covering different
-    benchmarks) ranks count within each macro group, and the section row names the group."""
+    benchmarks) ranks count within each macro group, and the section row names the benchmarks the
+    group's runs cover ("#1 of runs over nl4opt+optibench")."""
     marks = {mark for row in board.rows for bench in row.summary.benchmarks for mark in _marks(bench)}
     table = _table(_caption(board.interval.short(), marks))
     table.columns[0].max_width = 44
@@ -90,10 +96,12 @@ def leaderboard_table(board: Leaderboard) -> Table:
     table.add_column("pass@1", justify="right")
     table.add_column("CI", justify="right", no_wrap=True)
     split = len(board.macro_columns) > 1
+    over = {macro.label: macro.over for macro in board.macro_columns}
     for position, row in enumerate(board.rows):
         if position:
             table.add_section()
-        group = f" in {row.macro_column}" if split and row.macro_column else ""
+        # Ranks count within runs over the same benchmarks: say which, not an opaque "macro[2]".
+        group = f" of runs over {'+'.join(over[row.macro_column])}" if split and row.macro_column else ""
         table.add_row(f"[bold]#{row.rank}{escape(group)}  {escape(row.label)}[/bold]", "", "", "")
         for column in board.columns:
             bench = row.cell(column.label)
@@ -105,11 +113,13 @@ def leaderboard_table(board: Leaderboard) -> Table:
                     _interval(bench.ci_low, bench.ci_high),
                 )
         summary = row.summary
-        if len(summary.benchmarks) > 1:
+        # The macro row is what ranks: shown even over one benchmark, unless it would repeat the
+        # only row of a board that has a single column.
+        if len(summary.benchmarks) > 1 or len(board.columns) > 1:
             table.add_row(
                 "  macro",
                 "",
-                f"[bold]{percent(summary.macro_pass_at_1)}[/bold]",
+                f"[bold]{percent(summary.macro_pass_at_1)}{_macro_mark(summary)}[/bold]",
                 _interval(summary.macro_ci_low, summary.macro_ci_high),
             )
     return table
@@ -142,11 +152,12 @@ def comparison_table(result: ComparisonSet) -> Table:
         f"{result.interval.short()}; W/L: won/lost, problems only the candidate / only the baseline got "
         "right (first sample); p: exact McNemar"
     )
-    # Numbers never shrink: at 80 columns a long run label in the first column wraps instead.
+    # Numbers never shrink: on a narrow terminal a long run label in the first column wraps
+    # instead; on a wide one it takes the room it needs (no cap beyond the terminal's width).
     first = table.columns[0]
     widest = max((len(pair.benchmark) + 2 for c in result.comparisons for pair in c.benchmarks), default=8)
     first.no_wrap, first.overflow = False, "fold"
-    first.min_width = first.max_width = widest
+    first.min_width, first.max_width = max(widest, len("benchmark")), None
     table.add_column("base", justify="right", no_wrap=True)
     table.add_column("cand", justify="right", no_wrap=True)
     table.add_column("Δ [CI]", justify="right", no_wrap=True)

@@ -226,10 +226,17 @@ def _completions_spec(
     # raise the score.
     torn = index.torn_problem_id if index.torn_problem_id in known else None
     selected = [problem_id for problem_id in ids if problem_id in present or problem_id == torn]
+    if not index.completions and not index.skipped_torn_line:
+        raise ConfigError(
+            f"{source} holds no completion records (it is empty or holds only blank lines)",
+            hint="grade the file your generation step wrote; one JSON object per line",
+        )
     if not selected:
         raise ConfigError(
             f"none of the {len(present)} ids in {source} is a problem of benchmark '{bench.name}' "
-            f"(the file has {_examples(sorted(present))}; the benchmark has {_examples(ids)})",
+            f"(the file has {_examples(sorted(present))}"
+            + (f" for it, {other_benchmarks} record(s) of other benchmarks" if other_benchmarks else "")
+            + f"; the benchmark has {_examples(ids)})",
             hint="name the id field with --id-field, or choose the benchmark the completions are for",
         )
     notes = []
@@ -319,5 +326,7 @@ def _slug(text: str) -> str:
 
 
 def _examples(values: list[str], *, count: int = 3) -> str:
+    if not values:
+        return "no ids"
     shown = ", ".join(repr(value) for value in values[:count])
     return shown + (f" and {len(values) - count} more" if len(values) > count else "")

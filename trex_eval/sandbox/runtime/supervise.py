@@ -18,7 +18,8 @@ A job's limits are its own, whatever runs beside it. The supervisor charges a jo
   plus what its own tmpfs holds, sampled with the CPU; over ``memory_mib``: ``"memory"``.
 * output size (``"output"``), free space of the temporary file systems (``"disk"``, only where
   they are the host's) and, where ``RLIMIT_NPROC`` is not enforced, its process count
-  (``"processes"``), every :data:`TICK_S`.
+  (``"processes"``), every :data:`TICK_S`; the output size once more when the job exits (a
+  program that wrote past the cap within one tick is ``"output"`` too).
 
 Sampling starts after :data:`SAMPLE_S`: a job shorter than that costs one ``poll`` per tick.
 """
@@ -222,6 +223,10 @@ def watch(pid: int, pidfd: int, limits: dict[str, Any], how: Watch) -> Watched:
         if killed_for is None:
             timeout = min(TICK_S, max(0.0, wall_s - charged), max(0.0, cap - now), next_sample - now)
             if poller.poll(max(timeout, 0.001) * 1000):
+                # A program quicker than one tick can write past the cap before it is looked at:
+                # the cap holds at exit too, so the verdict never depends on the watcher's timing.
+                if sum(os.fstat(fd).st_size for fd in how.outputs) > output_cap:
+                    killed_for = "output"
                 break
             if sum(os.fstat(fd).st_size for fd in how.outputs) > output_cap:
                 killed_for = "output"

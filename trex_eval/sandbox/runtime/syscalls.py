@@ -47,7 +47,9 @@ Refused calls fail with ``EPERM`` (``clone3`` with ``ENOSYS``); nothing else cha
   shares (``flock``; ``fcntl`` ``F_SETLK``/``F_GETLK`` and the OFD forms: 2000 bits in 0.6 s
   between concurrent jobs), notifications of their use (``inotify``, ``fanotify``,
   ``fcntl(F_NOTIFY)``), and counters of the whole kernel (``SO_COOKIE``; the inode numbers of
-  pidfds, ``pidfd_open`` and ``clone(CLONE_PIDFD)``); and pinning threads to CPUs
+  pidfds, ``pidfd_open`` and ``clone(CLONE_PIDFD)``; the autogroup counter, which every
+  ``setsid`` moves and ``/proc/<pid>/autogroup`` shows a later job: 12 bits a pair of jobs measured,
+  so a job starts in its own session and its processes cannot start another); and pinning threads to CPUs
   (``sched_setaffinity``), with which a job made itself look starved of CPU by its neighbours.
 * every system call of another ABI (i386 ``int 0x80``, x32): their numbers differ, so a filter
   written for the native numbers would not apply to them.
@@ -131,6 +133,7 @@ _NUMBERS: dict[str, tuple[int | None, int | None]] = {
     "pwritev2": (328, 287),
     "pidfd_open": (434, 434),
     "sched_setaffinity": (203, 122),
+    "setsid": (112, 157),
     "flock": (73, 32),
     "fcntl": (72, 25),
     "inotify_init": (253, None),
