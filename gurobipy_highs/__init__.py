@@ -24,6 +24,7 @@ emulated raise :class:`CompatNotImplementedError` naming the API. See
 
 from __future__ import annotations
 
+from ._column import Column
 from ._env import Env, disposeDefaultEnv, getParamInfo, resetParams, setParam
 from ._errors import (
     NEEDS_GUROBI_ERRNO,
@@ -78,6 +79,7 @@ __all__ = [
     "NEEDS_GUROBI_ERRNO",
     "NEEDS_GUROBI_EVENTS",
     "SOS",
+    "Column",
     "CompatNotImplementedError",
     "Constr",
     "Env",

@@ -15,34 +15,37 @@ and its canonical forms in :mod:`._state`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from types import GeneratorType, TracebackType
 from typing import Any
 
 from . import _grb as G
+from ._args import per_key, removal_targets, scalar_number
 from ._attrs import canonical_attr
+from ._callback import CallbackMethods
+from ._column import Column
 from ._env import Env, default_env, param_info
 from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, no_attribute
 from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, as_number
 from ._facts import CLASS_NAMES
-from ._highs_solve import check_solvable, solve
 from ._keys import generator_keys, index_keys, key_name
 from ._model_attrs import ModelAttributes
 from ._model_files import write_file
+from ._model_general import GeneralConstraintMethods
+from ._model_multi import MultiObjectiveMethods
 from ._objects import REMOVED, SOS, Constr, GenConstr, ModelObject, QConstr
+from ._optimize import run_optimize
 from ._params import ParamsProxy, ParamValue, announce
 from ._state import (
     VTYPES,
     ModelState,
     bound,
-    build_snapshot,
     check_name,
     creation_bounds,
     float_prop,
     merged_quad,
     merged_terms,
     number,
-    optional_number,
     require_member,
     sense_code,
     to_linear,
@@ -51,7 +54,7 @@ from ._state import (
 from ._tuples import tupledict
 
 
-class Model(ModelAttributes):
+class Model(ModelAttributes, GeneralConstraintMethods, MultiObjectiveMethods, CallbackMethods):
     """A gurobipy-compatible optimisation model solved with HiGHS.
 
     ``Model(name="", env=None)``. See the package docstring for what is supported and for the
@@ -97,21 +100,36 @@ class Model(ModelAttributes):
         name: object = "",
         column: object = None,
     ) -> Var:
-        """Add one variable (visible after the next update)."""
+        """Add one variable (visible after the next update); ``column`` (a :class:`Column`) puts
+        it into existing constraints."""
+        var = self._new_var(lb, ub, obj, vtype, check_name(name))
         if column is not None:
-            raise CompatNotImplementedError("Model.addVar(column=...)")
-        return self._new_var(lb, ub, obj, vtype, check_name(name))
+            if not isinstance(column, Column):
+                raise TypeError("column must be a gurobipy.Column")
+            terms = list(column.terms())
+
+            def commit() -> bool:
+                for coeff, constr in terms:
+                    require_member(self, constr)
+                    assert isinstance(constr, Constr)
+                    pairs = [*zip(constr._vars, constr._coeffs, strict=True), (var, coeff)]
+                    merged, coeffs = merged_terms(self, [c for _v, c in pairs], [v for v, _c in pairs])
+                    constr._set_row(merged, coeffs)
+                return True
+
+            self._gpc.pending.append(commit)
+        return var
 
     def _new_var(self, lb: object, ub: object, obj: object, vtype: object, name: str) -> Var:
         kind = str(vtype).upper() if isinstance(vtype, str) else str(vtype)
         if kind not in VTYPES:
             raise invalid_argument(f"Invalid variable type '{vtype}'")
-        low, high = creation_bounds(kind, bound(number(lb, "lb")), bound(number(ub, "ub")))
+        low, high = creation_bounds(kind, bound(scalar_number(lb)), bound(scalar_number(ub)))
         props: dict[str, object] = {
             "VarName": name,
             "LB": low,
             "UB": high,
-            "Obj": number(obj, "obj"),
+            "Obj": scalar_number(obj),
             "VType": kind,
         }
         state = self._gpc
@@ -142,19 +160,23 @@ class Model(ModelAttributes):
         ``name`` is a prefix (names become ``name[key]``), a list or a dict of names.
         """
         keys = index_keys(indices)
+        names = (
+            [key_name(name, key) if name else "" for key in keys]
+            if isinstance(name, str)
+            else [check_name(n) for n in per_key(name, keys, "")]
+        )
+        columns = zip(
+            keys,
+            per_key(lb, keys, 0.0),
+            per_key(ub, keys, G.INFINITY),
+            per_key(obj, keys, 0.0),
+            per_key(vtype, keys, G.CONTINUOUS),
+            names,
+            strict=True,
+        )
         result = tupledict()
-        for position, key in enumerate(keys):
-            if isinstance(name, str):
-                var_name = key_name(name, key) if name else ""
-            else:
-                var_name = str(_pick(name, key, position, len(keys), "name"))
-            result[key] = self._new_var(
-                _pick(lb, key, position, len(keys), "lb"),
-                _pick(ub, key, position, len(keys), "ub"),
-                _pick(obj, key, position, len(keys), "obj"),
-                _pick(vtype, key, position, len(keys), "vtype"),
-                check_name(var_name),
-            )
+        for key, low, high, cost, kind, var_name in columns:
+            result[key] = self._new_var(low, high, cost, kind, check_name(var_name))
         return result
 
     def addMVar(self, *args: object, **kwargs: object) -> Any:
@@ -316,100 +338,6 @@ class Model(ModelAttributes):
         self._gpc.pending.append(commit)
         return sos
 
-    # ------------------------------------------------------------------ general constraints
-    def _add_general(self, kind: str, name: object, **data: object) -> GenConstr:
-        type_code = {
-            "max": G.GENCONSTR_MAX,
-            "min": G.GENCONSTR_MIN,
-            "abs": G.GENCONSTR_ABS,
-            "and": G.GENCONSTR_AND,
-            "or": G.GENCONSTR_OR,
-            "norm": G.GENCONSTR_NORM,
-            "indicator": G.GENCONSTR_INDICATOR,
-            "pwl": G.GENCONSTR_PWL,
-        }[kind]
-        general = GenConstr(
-            self, {"GenConstrName": check_name(name), "GenConstrType": type_code}, {"kind": kind, **data}
-        )
-
-        def commit() -> bool:
-            state = self._gpc
-            object.__setattr__(general, "_index", len(state.genconstrs))
-            if not general._props["GenConstrName"]:
-                general._props["GenConstrName"] = f"GC{general._index}"
-            state.genconstrs.append(general)
-            return True
-
-        self._gpc.pending.append(commit)
-        return general
-
-    def addGenConstrMax(
-        self, resvar: Var, vars: Iterable[Var], constant: object = None, name: object = ""
-    ) -> GenConstr:
-        return self._add_general(
-            "max", name, resvar=resvar, vars=tuple(vars), constant=optional_number(constant)
-        )
-
-    def addGenConstrMin(
-        self, resvar: Var, vars: Iterable[Var], constant: object = None, name: object = ""
-    ) -> GenConstr:
-        return self._add_general(
-            "min", name, resvar=resvar, vars=tuple(vars), constant=optional_number(constant)
-        )
-
-    def addGenConstrAbs(self, resvar: Var, argvar: Var, name: object = "") -> GenConstr:
-        return self._add_general("abs", name, resvar=resvar, vars=(argvar,), constant=None)
-
-    def addGenConstrAnd(self, resvar: Var, vars: Iterable[Var], name: object = "") -> GenConstr:
-        return self._add_general("and", name, resvar=resvar, vars=tuple(vars), constant=None)
-
-    def addGenConstrOr(self, resvar: Var, vars: Iterable[Var], name: object = "") -> GenConstr:
-        return self._add_general("or", name, resvar=resvar, vars=tuple(vars), constant=None)
-
-    def addGenConstrNorm(
-        self, resvar: Var, vars: Iterable[Var], which: object, name: object = ""
-    ) -> GenConstr:
-        return self._add_general(
-            "norm", name, resvar=resvar, vars=tuple(vars), constant=number(which, "which")
-        )
-
-    def addGenConstrPWL(
-        self, xvar: Var, yvar: Var, xpts: Iterable[object], ypts: Iterable[object], name: object = ""
-    ) -> GenConstr:
-        xs = tuple(number(p, "xpts") for p in xpts)
-        ys = tuple(number(p, "ypts") for p in ypts)
-        return self._add_general("pwl", name, xvar=xvar, yvar=yvar, xpts=xs, ypts=ys)
-
-    def addGenConstrIndicator(
-        self,
-        binvar: Var,
-        binval: object,
-        lhs: object,
-        sense: object = None,
-        rhs: object = None,
-        name: object = "",
-    ) -> GenConstr:
-        """``binvar == binval  ->  lhs sense rhs`` (``lhs`` may be a linear ``TempConstr``)."""
-        if isinstance(lhs, TempConstr):
-            if lhs.kind != "linear":
-                raise GurobiError(10003, "Indicator constraints must imply a linear constraint")
-            expr = to_linear(lhs.lhs) - to_linear(lhs.rhs)
-            row_sense = lhs.sense
-        else:
-            expr = to_linear(lhs) - to_linear(rhs)
-            row_sense = sense_code(sense)
-        assert isinstance(expr, LinExpr)
-        return self._add_general(
-            "indicator",
-            name,
-            binvar=binvar,
-            binval=bool(binval),
-            coeffs=tuple(expr._coeffs),
-            vars=tuple(expr._vars),
-            sense=row_sense,
-            rhs=-expr._constant,
-        )
-
     def __getattr__(self, name: str) -> object:
         if name.startswith("__") or name == "_gpc":
             raise AttributeError(name)
@@ -462,8 +390,9 @@ class Model(ModelAttributes):
 
     def getObjective(self, index: object = None) -> LinExpr | QuadExpr:
         """The current (updated) objective: a LinExpr, or a QuadExpr when it has squares/products."""
-        if index is not None:
-            raise CompatNotImplementedError("Model.getObjective(index) (multiple objectives)")
+        if index is not None and index != 0:
+            assert isinstance(index, int)
+            return self._objective_n(index)
         state = self._gpc
         linear = LinExpr(state.obj_constant)
         for var in state.vars:
@@ -480,19 +409,16 @@ class Model(ModelAttributes):
             [b for _a, b, _q in state.q_obj],
         )
 
-    def setObjectiveN(self, *args: object, **kwargs: object) -> None:
-        raise CompatNotImplementedError("Model.setObjectiveN (multiple objectives)")
-
     # ------------------------------------------------------------------ update / remove / queries
     def update(self) -> None:
         """Apply every queued change: new variables first (so that range variables follow
         them, as in gurobipy), then everything else in call order."""
         state = self._gpc
-        if not state.pending and not state.pending_vars:
+        if not state.pending and not state.pending_vars and not state.pending_late:
             return
         new_vars, state.pending_vars = state.pending_vars, []
         state.pending_counts = {}
-        pending, state.pending = state.pending, []
+        pending, state.pending, state.pending_late = state.pending + state.pending_late, [], []
         modified = bool(new_vars)
         for var in new_vars:
             self._commit_var(var)
@@ -514,16 +440,13 @@ class Model(ModelAttributes):
         self._discard_solution()
 
     def remove(self, items: object) -> None:
-        """Remove a Var/Constr/QConstr/SOS/GenConstr, or a list/tuple/dict of them (at update)."""
-        if isinstance(items, dict):
-            targets = list(items.values())
-        elif isinstance(items, (list, tuple)):
-            targets = list(items)
-        else:
-            targets = [items]
+        """Remove a Var/Constr/QConstr/SOS/GenConstr, or nested lists/tuples/dicts of them (at
+        update); ``GurobiError`` for anything else or for an object of another model."""
+        targets = removal_targets(items, (Var, ModelObject))
         for target in targets:
-            if not isinstance(target, (Var, ModelObject)):
-                raise GurobiError(10003, f"Cannot remove {type(target).__name__} from a model")
+            assert isinstance(target, (Var, ModelObject))
+            if target._model is not self:
+                raise GurobiError(-1, "Item to be removed is not in model")
         self._gpc.pending.append(lambda: self._apply_removal(targets))
 
     def _apply_removal(self, targets: list[object]) -> bool:
@@ -607,25 +530,21 @@ class Model(ModelAttributes):
 
     # ------------------------------------------------------------------ solve
     def optimize(self, callback: object = None) -> None:
-        """Solve with HiGHS. Raises ``NeedsGurobiError`` (status stays ``LOADED``) for models
-        HiGHS cannot solve exactly; see the package docstring."""
-        if callback is not None:
-            raise CompatNotImplementedError("Model.optimize(callback) (callbacks)")
+        """Solve with HiGHS (see :mod:`._optimize`); ``callback(model, where)`` is called by the
+        lazy-constraint loop of :mod:`._callback`. Raises ``NeedsGurobiError`` (status stays
+        ``LOADED``) for models HiGHS cannot solve exactly; see the package docstring."""
+        if callback is not None and not callable(callback):
+            raise TypeError("callback must be callable")
         self.update()
         self._discard_solution()
-        snap = build_snapshot(self._gpc)
-        check_solvable(snap, self._gpc.params)
         sys.stdout.flush()
-        outcome = solve(snap, self._gpc.params)
         state = self._gpc
+        outcome = run_optimize(self, state, callback)
         state.outcome = outcome
         state.status = outcome.status
         if outcome.x is not None:
             for var, value in zip(state.vars, outcome.x, strict=True):
                 object.__setattr__(var, "_solution", value)
-
-    def terminate(self) -> None:
-        """Ask a running solve to stop (solves here are synchronous: nothing to do)."""
 
     # ------------------------------------------------------------------ misc
     def write(self, filename: str) -> None:
@@ -699,17 +618,6 @@ class Model(ModelAttributes):
         waiting = state.pending_counts.get(kind, 0)
         state.pending_counts[kind] = waiting + 1
         return len(committed[kind]) + waiting
-
-
-def _pick(value: object, key: object, position: int, count: int, what: str) -> object:
-    """Per-key argument of ``addVars``: dict by key, list by position, or one shared scalar."""
-    if isinstance(value, dict):
-        return value[key]
-    if isinstance(value, (list, tuple)):
-        if len(value) != count:
-            raise GurobiError(10003, f"addVars: {what} has {len(value)} entries for {count} variables")
-        return value[position]
-    return value
 
 
 def _clone(model: Model, *, relax: bool) -> Model:

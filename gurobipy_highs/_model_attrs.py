@@ -26,6 +26,7 @@ from ._attrs import (
 )
 from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, no_attribute
 from ._expr import Var
+from ._model_multi import MULTI_ATTRS, multi_attr, var_objn
 from ._objects import ModelObject
 from ._state import VTYPES, ModelState, bound, check_name, number, sense_code
 
@@ -110,19 +111,25 @@ class ModelAttributes:
             "NumNZs": lambda: sum(len(c._vars) for c in state.constrs),
             "NumQNZs": lambda: len(state.q_obj),
             "NumQCNZs": lambda: sum(len(q._quad) for q in state.qconstrs),
-            "NumObj": lambda: 1,
+            "NumObj": lambda: multi_attr(state, "NumObj"),
             "ModelSense": lambda: state.sense,
             "ObjCon": lambda: state.obj_constant,
             "ModelName": lambda: state.name,
             "IsMIP": lambda: int(is_mip),
             "IsQP": lambda: int(bool(state.q_obj) and not state.qconstrs),
             "IsQCP": lambda: int(bool(state.qconstrs)),
-            "IsMultiObj": lambda: 0,
+            "IsMultiObj": lambda: multi_attr(state, "IsMultiObj"),
             "Status": lambda: state.status,
-            "SolCount": lambda: 1 if outcome is not None and outcome.x is not None else 0,
+            "SolCount": lambda: (
+                1 if outcome is not None and outcome.x is not None and outcome.status != G.CUTOFF else 0
+            ),
         }
         if canonical in simple:
             return simple[canonical]()
+        if canonical in MULTI_ATTRS:
+            return multi_attr(state, canonical)
+        if canonical in ("PoolObjVal", "PoolObjBound"):
+            return _pool_attr(state, canonical, is_mip)
         if outcome is None:
             raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
         solution: dict[str, object] = {
@@ -176,6 +183,12 @@ class ModelAttributes:
         stored = STORED_BY_KIND[kind]
         if canonical in stored:
             return obj._props.get(canonical, stored[canonical])
+        if canonical == "ObjN":
+            assert isinstance(obj, Var)
+            return var_objn(self._gpc, obj)
+        if canonical == "Xn":
+            _pool_attr(self._gpc, canonical, _is_mip(self._gpc))
+            return self._solution_value(obj, "X")
         if canonical in SOLUTION_BY_KIND[kind]:
             return self._solution_value(obj, canonical)
         raise CompatNotImplementedError(f"attribute {kind}.{canonical}")
@@ -226,6 +239,23 @@ class ModelAttributes:
                 value = self._get_attr_of(obj, canonical)
                 if value:
                     print(f"{obj._props.get('VarName', obj._props.get('ConstrName'))!s:>12} {value!s:>12} ")
+
+
+def _is_mip(state: ModelState) -> bool:
+    return any(v._props["VType"] != "C" for v in state.vars) or bool(state.sos) or bool(state.genconstrs)
+
+
+def _pool_attr(state: ModelState, canonical: str, is_mip: bool) -> float:
+    """``PoolObjVal``/``PoolObjBound`` (and the check behind ``Xn``): HiGHS keeps no solution
+    pool, so solution 0 — the best — is the only one (``SolCount`` is at most 1); LPs have no
+    pool at all, as in gurobipy."""
+    outcome = state.outcome
+    if outcome is None or outcome.x is None or not is_mip or state.params.get("SolutionNumber") != 0:
+        raise AttributeError("No solution available")
+    value = outcome.objval if canonical != "PoolObjBound" else outcome.objbound
+    if value is None:
+        raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
+    return value
 
 
 def _kind(obj: object) -> str:

@@ -61,7 +61,8 @@ def test_support_verdicts(coverage: ModuleType) -> None:
     assert coverage.support("attribute", "ObjVal") == "yes"
     assert coverage.support("attribute", "IISConstr") == "NotImplementedError"
     assert coverage.support("parameter", "TimeLimit") == "yes (HiGHS `time_limit`)"
-    assert coverage.support("parameter", "Cutoff").startswith("refused")
+    assert coverage.support("parameter", "Cutoff").startswith("yes (an optimum worse than the cutoff")
+    assert coverage.support("method", "getAttr") == "yes"  # a method of a Model mixin
     assert coverage.support("parameter", "Heuristics").startswith("accepted")
     assert coverage.support("constant", "GRB.Status.OPTIMAL") == "yes (real value)"
 
