@@ -36,6 +36,7 @@ from ._errors import (
 from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, abs_, and_, max_, min_, norm, or_, quicksum
 from ._facts import API_VERSION, MODULE_NAMES
 from ._grb import GRB
+from ._matrix import MConstr, MLinExpr, MQuadExpr, MVar
 from ._model import Model
 from ._objects import SOS, Constr, GenConstr, QConstr
 from ._tuples import multidict, tupledict, tuplelist
@@ -87,6 +88,10 @@ __all__ = [
     "GenExpr",
     "GurobiError",
     "LinExpr",
+    "MConstr",
+    "MLinExpr",
+    "MQuadExpr",
+    "MVar",
     "Model",
     "NeedsGurobiError",
     "QConstr",

@@ -832,9 +832,8 @@ def quicksum(data: Iterable[object]) -> LinExpr | QuadExpr:
     expr: LinExpr | QuadExpr = LinExpr()
     for item in data:
         result = expr.__iadd__(item)
-        if result is NotImplemented:
-            raise TypeError(f"unsupported operand type(s) for +=: 'LinExpr' and '{type(item).__name__}'")
-        expr = result
+        # a matrix expression (0-d MVar, ...) takes over through its reflected operator
+        expr = expr + item if result is NotImplemented else result
     return expr
 
 

@@ -29,6 +29,7 @@ from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, n
 from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, as_number
 from ._facts import CLASS_NAMES
 from ._keys import generator_keys, index_keys, key_name
+from ._matrix import MConstr, MTempConstr, MVar, add_matrix_constraints, add_mvar, single_expression
 from ._model_attrs import ModelAttributes
 from ._model_files import write_file
 from ._model_general import GeneralConstraintMethods
@@ -179,8 +180,25 @@ class Model(ModelAttributes, GeneralConstraintMethods, MultiObjectiveMethods, Ca
             result[key] = self._new_var(low, high, cost, kind, check_name(var_name))
         return result
 
-    def addMVar(self, *args: object, **kwargs: object) -> Any:
-        raise CompatNotImplementedError("Model.addMVar (the matrix API)")
+    def addMVar(
+        self,
+        shape: object,
+        lb: object = 0.0,
+        ub: object = G.INFINITY,
+        obj: object = 0.0,
+        vtype: object = G.CONTINUOUS,
+        name: object = "",
+    ) -> MVar:
+        """An :class:`MVar` of ``shape`` (see :mod:`._matrix`); arguments broadcast to it."""
+        return add_mvar(self, shape, lb, ub, obj, vtype, name)
+
+    def addMConstr(self, A: object, x: object, sense: object, b: object, name: object = "") -> MConstr:
+        """``A @ x sense b`` as an :class:`MConstr` (``x`` an MVar or list of Vars)."""
+        variables = x if isinstance(x, MVar) else MVar.fromlist(x)
+        product = A @ variables
+        code = sense_code(sense)
+        constrs = product <= b if code == "<" else product >= b if code == ">" else product == b
+        return add_matrix_constraints(self, constrs, check_name(name))
 
     # ------------------------------------------------------------------ constraints
     def addConstr(self, constr: object, name: object = "", *extra: object) -> Constr | QConstr | GenConstr:
@@ -192,6 +210,8 @@ class Model(ModelAttributes, GeneralConstraintMethods, MultiObjectiveMethods, Ca
         if extra:
             raise TypeError(f"addConstr() takes at most 3 positional arguments ({3 + len(extra)} given)")
         text = check_name(name)
+        if isinstance(constr, MTempConstr):
+            return add_matrix_constraints(self, constr, text)  # type: ignore[return-value]
         if isinstance(constr, bool):
             return self._add_linear(LinExpr(), "<", 0.0 if constr else -1.0, text)
         if not isinstance(constr, TempConstr):
@@ -362,6 +382,7 @@ class Model(ModelAttributes, GeneralConstraintMethods, MultiObjectiveMethods, Ca
         """Replace the objective (applied at the next update); ``sense`` is 1 or -1."""
         if sense is not None and sense not in (G.MINIMIZE, G.MAXIMIZE):
             raise GurobiError(10003, "Invalid objective sense")
+        expr = single_expression(expr)
         if isinstance(expr, QuadExpr):
             objective: LinExpr | QuadExpr = expr.copy()
         elif isinstance(expr, (Var, LinExpr)) or as_number(expr) is not None:

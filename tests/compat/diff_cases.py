@@ -352,3 +352,36 @@ lp.optimize(lambda model, where: seen.append(where == GRB.Callback.MIPSOL)); pri
 """,
     }
 )
+
+CASES.update(
+    {
+        # -------------------------------------------------------------- matrix API
+        "mvar_lp_with_dense_and_sparse_matrices": """
+import numpy as np, scipy.sparse as sp
+m = gp.Model(); x = m.addMVar(3, lb=0, ub=[1, 2, 3], name='x'); y = m.addMVar((2, 2), vtype='I', ub=5, name='y')
+m.update()
+print(x.shape, x.ndim, x.size, x[0].shape, y[0].shape, x.tolist(), list(x.VarName), y.UB.tolist())
+A = np.array([[1.0, 2, 0], [0, 1, 1]]); b = np.array([4.0, 3])
+c = m.addConstr(A @ x <= b, name='c'); c2 = m.addConstr(sp.csr_matrix(A) @ x >= -b, name='d')
+m.addConstr(x[0] + y[0, 0] >= 1); m.addConstr(y.sum() <= 7); m.addConstr(b <= A @ x + 10)
+m.addMConstr(np.ones((1, 3)), x, '<', np.array([5.0]))
+m.setObjective(np.array([1.0, 2, 3]) @ x + y.sum(), GRB.MAXIMIZE); m.update()
+print(m.NumVars, m.NumConstrs, [k.ConstrName for k in m.getConstrs()][:4], c.shape, type(c).__name__)
+m.optimize(); print(m.Status, round(float(x.X @ np.array([1.0, 2, 3])), 6), c.RHS.tolist(), round(float(c.Slack.sum()), 6))
+""",
+        "mvar_quadratic_objective_and_elementwise": """
+import numpy as np
+m = gp.Model(); z = m.addMVar(3, lb=-1, ub=2, name='z'); Q = np.diag([1.0, 2.0, 3.0])
+m.addConstr(z.sum() >= 1); m.addConstr(2 * z[0] - z[1] <= 1); m.addConstr(z * np.array([1.0, 1, 1]) <= 1.5)
+m.setObjective(z @ Q @ z - np.array([1.0, 0, 1]) @ z); m.optimize()
+print(m.Status, [round(v, 4) + 0.0 for v in z.X], type(z @ z).__name__, type(z * z).__name__, type(-z).__name__)
+print(type(gp.quicksum(z[i] for i in range(3))).__name__, type(z[0] + 1).__name__, z.T.shape, z.reshape(3, 1).shape)
+""",
+        "mvar_from_list_and_attributes": """
+import numpy as np
+m = gp.Model(); v = [m.addVar(ub=i + 1, name=f'v{i}') for i in range(4)]; x = gp.MVar.fromlist(v)
+x.Obj = np.array([1.0, -1.0, 2.0, 0.5]); m.ModelSense = GRB.MAXIMIZE; m.addConstr(x[:2].sum() <= 1.5)
+m.optimize(); print(m.Status, x.X.tolist(), x.Obj.tolist(), x[1:3].shape, x[[0, 3]].shape)
+""",
+    }
+)
