@@ -33,8 +33,9 @@ from ._errors import (
     GurobiError,
     NeedsGurobiError,
 )
-from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, abs_, and_, max_, min_, norm, or_, quicksum
+from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, quicksum
 from ._facts import API_VERSION, MODULE_NAMES
+from ._genexpr import abs_, and_, max_, min_, norm, or_
 from ._grb import GRB
 from ._matrix import MConstr, MLinExpr, MQuadExpr, MVar
 from ._model import Model

@@ -11,8 +11,8 @@ gurobipy 13 reads them.
   per variable in creation order; another length is gurobipy's bare ``AssertionError``;
 * anything else: one value shared by every variable.
 
-``Model.remove`` takes one object or lists, tuples and dicts (their values) of objects, nested
-to any depth; anything else is gurobipy's ``GurobiError``.
+``Model.remove`` takes one object or lists, tuples, dicts (their values) and matrix objects of
+objects, nested to any depth; anything else is gurobipy's ``GurobiError``.
 """
 
 from __future__ import annotations
@@ -57,17 +57,20 @@ def scalar_number(value: object) -> float:
 _NOT_REMOVABLE = "Item to be removed not a Var, Constr, SOS, QConstr, or GenConstr"
 
 
-def removal_targets(items: object, removable: tuple[type, ...]) -> list[object]:
-    """The objects ``Model.remove(items)`` names, flattened from nested lists, tuples and dicts."""
+def removal_targets(items: object, removable: tuple[type, ...], matrix: type) -> list[object]:
+    """The objects ``Model.remove(items)`` names, flattened from nested lists, tuples, dicts and
+    matrix objects (``MVar``, ``MConstr``)."""
     if isinstance(items, removable):
         return [items]
-    if isinstance(items, dict):
-        children: Iterable[object] = items.values()
+    if isinstance(items, matrix):
+        children: Iterable[object] = items.tolist()  # type: ignore[attr-defined]
+    elif isinstance(items, dict):
+        children = items.values()
     elif isinstance(items, (list, tuple)):
         children = items
     else:
         raise GurobiError(-1, _NOT_REMOVABLE)
     found: list[object] = []
     for child in children:
-        found.extend(removal_targets(child, removable))
+        found.extend(removal_targets(child, removable, matrix))
     return found

@@ -9,7 +9,7 @@ is an error. Operations that real gurobipy turns into a nonlinear ``NLExpr`` (``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Union
 
 from ._attributes import AttributeAccess
@@ -699,64 +699,6 @@ class GenExpr:
 
     def __repr__(self) -> str:
         return f"<gurobi.GenExpr{self.kind.capitalize()}: {list(self.args)!r}, constant={self.constant!r}>"
-
-
-def _genexpr(kind: str, values: Sequence[object], constant: object) -> GenExpr:
-    variables: list[Var] = []
-    constants: list[float] = []
-    for value in _flatten(values):
-        number = as_number(value)
-        if isinstance(value, Var):
-            variables.append(value)
-        elif number is not None:
-            constants.append(number)
-        else:
-            raise GurobiError(10003, f"Invalid argument to {kind}_: {type(value).__name__}")
-    base = as_number(constant) if constant is not None else None
-    if constants:
-        pick = max if kind == "max" else min
-        base = pick(constants + ([base] if base is not None else []))
-    return GenExpr(kind, tuple(variables), base)
-
-
-def max_(*args: object, constant: object = None) -> GenExpr:
-    """``var == max_(x, y, ..., constant=c)`` general constraint term."""
-    return _genexpr("max", args, constant)
-
-
-def min_(*args: object, constant: object = None) -> GenExpr:
-    """``var == min_(x, y, ..., constant=c)`` general constraint term."""
-    return _genexpr("min", args, constant)
-
-
-def abs_(argvar: Var) -> GenExpr:
-    """``var == abs_(x)`` general constraint term."""
-    return GenExpr("abs", (argvar,), None)
-
-
-def and_(*args: object) -> GenExpr:
-    """``var == and_(b1, b2, ...)`` general constraint term."""
-    return GenExpr("and", tuple(v for v in _flatten(args) if isinstance(v, Var)), None)
-
-
-def or_(*args: object) -> GenExpr:
-    """``var == or_(b1, b2, ...)`` general constraint term."""
-    return GenExpr("or", tuple(v for v in _flatten(args) if isinstance(v, Var)), None)
-
-
-def norm(vars: object, which: float) -> GenExpr:
-    """``var == norm(vars, which)`` general constraint term (``which`` is 0, 1, 2 or inf)."""
-    return GenExpr("norm", tuple(v for v in _flatten([vars]) if isinstance(v, Var)), float(which))
-
-
-def _flatten(values: Iterable[object]) -> Iterator[object]:
-    for value in values:
-        if isinstance(value, dict):
-            yield from _flatten(value.values())
-        elif isinstance(value, (list, tuple)):
-            yield from _flatten(value)
-        else:
-            yield value
 
 
 # --------------------------------------------------------------------------- TempConstr

@@ -29,7 +29,15 @@ from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, n
 from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, as_number
 from ._facts import CLASS_NAMES
 from ._keys import generator_keys, index_keys, key_name
-from ._matrix import MConstr, MTempConstr, MVar, add_matrix_constraints, add_mvar, single_expression
+from ._matrix import (
+    MatrixBase,
+    MConstr,
+    MTempConstr,
+    MVar,
+    add_matrix_constraints,
+    add_mvar,
+    single_expression,
+)
 from ._model_attrs import ModelAttributes
 from ._model_files import write_file
 from ._model_general import GeneralConstraintMethods
@@ -463,7 +471,7 @@ class Model(ModelAttributes, GeneralConstraintMethods, MultiObjectiveMethods, Ca
     def remove(self, items: object) -> None:
         """Remove a Var/Constr/QConstr/SOS/GenConstr, or nested lists/tuples/dicts of them (at
         update); ``GurobiError`` for anything else or for an object of another model."""
-        targets = removal_targets(items, (Var, ModelObject))
+        targets = removal_targets(items, (Var, ModelObject), MatrixBase)
         for target in targets:
             assert isinstance(target, (Var, ModelObject))
             if target._model is not self:

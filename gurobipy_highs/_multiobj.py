@@ -9,11 +9,13 @@ gurobipy, and :func:`solve_hierarchy` solves it:
   optimised in the model's sense;
 * priority levels are solved **in decreasing priority**; after each level, its blended objective
   may degrade by at most ``max(ObjNAbsTol, ObjNRelTol * |z|)`` (the smallest over the level's
-  objectives) in the later levels — a row ``blend <= z + tol`` (``>=`` when maximising). That is
-  Gurobi's rule for MIPs. For LPs Gurobi instead fixes variables by reduced cost, which keeps the
-  higher levels optimal (to its tolerance 1e-6): the layer adds the row with no degradation, and
-  refuses (``NeedsGurobiError``) an LP level whose ``ObjNAbsTol`` exceeds 1e-6, where Gurobi's
-  fixing is not reproducible.
+  objectives) plus the level's MIP gap ``max(MIPGap * |z|, MIPGapAbs)`` in the later levels — a
+  row ``blend <= z + tol`` (``>=`` when maximising). That is what Gurobi 13 does for MIPs
+  (measured: with the default gaps a level degrades by ``1e-6 + 1e-4 |z|``). For LPs Gurobi
+  instead fixes variables by reduced cost, which keeps the higher levels optimal (to its
+  tolerance 1e-6): the layer adds the row with no degradation, and refuses
+  (``NeedsGurobiError``) an LP level whose ``ObjNAbsTol`` exceeds 1e-6, where Gurobi's fixing is
+  not reproducible.
 
 ``ObjVal`` is then objective 0's value at the final solution; ``ObjBound`` and ``MIPGap`` do not
 exist (as in gurobipy); ``ObjNVal`` gives each objective's value (``ObjNumber`` selects it).
@@ -95,55 +97,94 @@ def _levels(multi: MultiObjectives) -> list[list[int]]:
     return [by_priority[p] for p in sorted(by_priority, reverse=True)]
 
 
+def _level_row(depth: int, blend: tuple[list[float], float], z: float, room: float, sense: int) -> LinearRow:
+    """``blend <= z + room`` (``>= z - room`` when maximising) on the columns."""
+    costs, constant = blend
+    cols = tuple(j for j, c in enumerate(costs) if c != 0.0)
+    bound = z - constant + (room if sense > 0 else -room)
+    return LinearRow(
+        f"objective level {depth}", "<" if sense > 0 else ">", bound, cols, tuple(costs[j] for j in cols)
+    )
+
+
+def _polish(
+    snap: Snapshot,
+    blends: list[tuple[list[float], float]],
+    achieved: list[tuple[float, float]],
+    solve_one: Callable[[Snapshot], SolveOutcome],
+    outcome: SolveOutcome,
+) -> SolveOutcome:
+    """Take back the degradation that the lower levels did not need: each higher level is
+    re-optimised with the levels above it kept within their allowance and the levels below it
+    held at what they achieved. Gurobi, which warm-starts each level from the previous
+    solution, leaves a higher level undegraded whenever the lower levels allow it."""
+    values = [z for z, _tol in achieved]
+    for depth in range(len(blends) - 1):
+        rows = [_level_row(i, blends[i], achieved[i][0], achieved[i][1], snap.sense) for i in range(depth)]
+        rows += [
+            _level_row(i, blends[i], values[i], LP_ROOM * max(1.0, abs(values[i])), snap.sense)
+            for i in range(depth + 1, len(blends))
+        ]
+        costs, constant = blends[depth]
+        stage = replace(snap, obj=tuple(costs), obj_constant=constant, rows=snap.rows + tuple(rows))
+        polished = solve_one(stage)
+        if polished.status != G.OPTIMAL or polished.x is None:
+            break
+        outcome = polished
+        values = [con + sum(c * v for c, v in zip(cols, polished.x, strict=False)) for cols, con in blends]
+    return outcome
+
+
 def solve_hierarchy(
     snap: Snapshot,
     multi: MultiObjectives,
     solve_one: Callable[[Snapshot], SolveOutcome],
     *,
     mip: bool,
+    gaps: tuple[float, float] = (1e-4, 1e-10),
 ) -> tuple[SolveOutcome, list[float]]:
     """Solve ``snap`` (its objective is objective 0) level by level; returns the last level's
-    outcome with ``objval`` set to objective 0's value, and every objective's value."""
+    outcome with ``objval`` set to objective 0's value, and every objective's value. ``gaps`` are
+    the ``MIPGap`` and ``MIPGapAbs`` parameters (see the module docstring)."""
     if snap.q_obj:
         raise GurobiError(10003, "Objective must be linear for multi-objective model")
     sense = snap.sense
     tables = [column_costs(multi.get(k), snap.obj, snap.obj_constant) for k in range(multi.count)]
-    rows: list[LinearRow] = []
-    outcome: SolveOutcome | None = None
-    levels = _levels(multi)
-    for depth, level in enumerate(levels):
-        costs = [0.0] * snap.num_vars
-        constant = 0.0
+    blends: list[tuple[list[float], float]] = []
+    for level in _levels(multi):
+        costs, constant = [0.0] * snap.num_vars, 0.0
         for index in level:
             weight = multi.get(index).weight
             column, con = tables[index]
             costs = [c + weight * v for c, v in zip(costs, column, strict=False)]
             constant += weight * con
-        stage = replace(snap, obj=tuple(costs), obj_constant=constant, rows=snap.rows + tuple(rows))
-        outcome = solve_one(stage)
-        if outcome.status != G.OPTIMAL or outcome.objval is None or depth == len(levels) - 1:
+        blends.append((costs, constant))
+    levels = _levels(multi)
+    rows: list[LinearRow] = []
+    achieved: list[tuple[float, float]] = []  # (z, allowed degradation) per solved level
+    outcome: SolveOutcome | None = None
+    for depth, level in enumerate(levels):
+        costs, constant = blends[depth]
+        outcome = solve_one(
+            replace(snap, obj=tuple(costs), obj_constant=constant, rows=snap.rows + tuple(rows))
+        )
+        if outcome.status != G.OPTIMAL or outcome.objval is None:
             break
         z = outcome.objval
         if mip:
             tol = min(max(multi.get(k).abstol, multi.get(k).reltol * abs(z)) for k in level)
-        else:
-            if any(multi.get(k).abstol > DEFAULT_ABSTOL for k in level):
-                raise NeedsGurobiError(
-                    "a hierarchical LP objective with ObjNAbsTol above 1e-6 (Gurobi fixes variables "
-                    "by reduced cost there, which an objective bound cannot reproduce)"
-                )
-            tol = LP_ROOM * max(1.0, abs(z))
-        cols = tuple(j for j, c in enumerate(costs) if c != 0.0)
-        bound = z - constant + (tol if sense > 0 else -tol)
-        rows.append(
-            LinearRow(
-                f"objective level {depth}",
-                "<" if sense > 0 else ">",
-                bound,
-                cols,
-                tuple(costs[j] for j in cols),
+            tol += max(gaps[0] * abs(z), gaps[1])
+        elif depth < len(levels) - 1 and any(multi.get(k).abstol > DEFAULT_ABSTOL for k in level):
+            raise NeedsGurobiError(
+                "a hierarchical LP objective with ObjNAbsTol above 1e-6 (Gurobi fixes variables "
+                "by reduced cost there, which an objective bound cannot reproduce)"
             )
-        )
+        else:
+            tol = LP_ROOM * max(1.0, abs(z))
+        achieved.append((z, tol))
+        rows.append(_level_row(depth, blends[depth], z, tol, sense))
+    if mip and outcome is not None and outcome.status == G.OPTIMAL and len(achieved) == len(levels) > 1:
+        outcome = _polish(snap, blends, achieved, solve_one, outcome)
     assert outcome is not None
     values: list[float] = []
     if outcome.x is not None:

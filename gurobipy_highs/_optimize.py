@@ -66,7 +66,8 @@ def run_optimize(
         solve_one = cut_loop(model, state, callback, snap.is_mip, checked)
     objective_values: list[float] | None = None
     if state.multi is not None:
-        outcome, objective_values = solve_hierarchy(work, state.multi, solve_one, mip=snap.is_mip)
+        gaps = (float(params.get("MIPGap")), float(params.get("MIPGapAbs")))
+        outcome, objective_values = solve_hierarchy(work, state.multi, solve_one, mip=snap.is_mip, gaps=gaps)
     else:
         outcome = solve_one(work)
     _apply_cutoff(outcome, params, snap.sense, snap.is_mip)
