@@ -8,62 +8,46 @@ Until then new objects report the index they will get but reading their attribut
 include them. Applying a change that alters the model discards the previous solution
 (``Status`` goes back to ``LOADED``).
 
-Attribute access lives in :mod:`._model_attrs`, file output in :mod:`._model_files`, the state
-and its canonical forms in :mod:`._state`.
+Adding variables lives in :mod:`._model_vars`, adding constraints in :mod:`._model_constrs`
+(general ones in :mod:`._model_general`), multiple objectives in :mod:`._model_multi`, callbacks
+in :mod:`._callback`, attribute access in :mod:`._model_attrs`, file output in
+:mod:`._model_files`, the state and its canonical forms in :mod:`._state`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from types import GeneratorType, TracebackType
+from types import TracebackType
 from typing import Any
 
 from . import _grb as G
-from ._args import per_key, removal_targets, scalar_number
+from ._args import removal_targets
 from ._attrs import canonical_attr
 from ._callback import CallbackMethods
-from ._column import Column
 from ._env import Env, default_env, param_info
-from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, no_attribute
-from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, as_number
+from ._errors import CompatNotImplementedError, GurobiError, no_attribute
+from ._expr import LinExpr, QuadExpr, Var, as_number
 from ._facts import CLASS_NAMES
-from ._keys import generator_keys, index_keys, key_name
-from ._matrix import (
-    MatrixBase,
-    MConstr,
-    MTempConstr,
-    MVar,
-    add_matrix_constraints,
-    add_mvar,
-    single_expression,
-)
+from ._matrix import MatrixBase, single_expression
 from ._model_attrs import ModelAttributes
+from ._model_constrs import ConstraintMethods
 from ._model_files import write_file
-from ._model_general import GeneralConstraintMethods
 from ._model_multi import MultiObjectiveMethods
 from ._objects import REMOVED, SOS, Constr, GenConstr, ModelObject, QConstr
 from ._optimize import run_optimize
 from ._params import ParamsProxy, ParamValue, announce
 from ._state import (
-    VTYPES,
     ModelState,
-    bound,
     check_name,
-    creation_bounds,
     float_prop,
     merged_quad,
-    merged_terms,
     number,
     require_member,
-    sense_code,
     to_linear,
-    to_quadratic,
 )
-from ._tuples import tupledict
 
 
-class Model(ModelAttributes, GeneralConstraintMethods, MultiObjectiveMethods, CallbackMethods):
+class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackMethods):
     """A gurobipy-compatible optimisation model solved with HiGHS.
 
     ``Model(name="", env=None)``. See the package docstring for what is supported and for the
@@ -98,273 +82,6 @@ class Model(ModelAttributes, GeneralConstraintMethods, MultiObjectiveMethods, Ca
 
     def resetParams(self) -> None:
         self._gpc.params.reset()
-
-    # ------------------------------------------------------------------ variables
-    def addVar(
-        self,
-        lb: object = 0.0,
-        ub: object = G.INFINITY,
-        obj: object = 0.0,
-        vtype: object = G.CONTINUOUS,
-        name: object = "",
-        column: object = None,
-    ) -> Var:
-        """Add one variable (visible after the next update); ``column`` (a :class:`Column`) puts
-        it into existing constraints."""
-        var = self._new_var(lb, ub, obj, vtype, check_name(name))
-        if column is not None:
-            if not isinstance(column, Column):
-                raise TypeError("column must be a gurobipy.Column")
-            terms = list(column.terms())
-
-            def commit() -> bool:
-                for coeff, constr in terms:
-                    require_member(self, constr)
-                    assert isinstance(constr, Constr)
-                    pairs = [*zip(constr._vars, constr._coeffs, strict=True), (var, coeff)]
-                    merged, coeffs = merged_terms(self, [c for _v, c in pairs], [v for v, _c in pairs])
-                    constr._set_row(merged, coeffs)
-                return True
-
-            self._gpc.pending.append(commit)
-        return var
-
-    def _new_var(self, lb: object, ub: object, obj: object, vtype: object, name: str) -> Var:
-        kind = str(vtype).upper() if isinstance(vtype, str) else str(vtype)
-        if kind not in VTYPES:
-            raise invalid_argument(f"Invalid variable type '{vtype}'")
-        low, high = creation_bounds(kind, bound(scalar_number(lb)), bound(scalar_number(ub)))
-        props: dict[str, object] = {
-            "VarName": name,
-            "LB": low,
-            "UB": high,
-            "Obj": scalar_number(obj),
-            "VType": kind,
-        }
-        state = self._gpc
-        var = Var(self, props, future_index=len(state.vars) + len(state.pending_vars))
-        state.pending_vars.append(var)
-        return var
-
-    def _commit_var(self, var: Var) -> bool:
-        state = self._gpc
-        object.__setattr__(var, "_index", len(state.vars))
-        if not var._props["VarName"]:
-            var._props["VarName"] = f"C{var._index}"
-        state.vars.append(var)
-        return True
-
-    def addVars(
-        self,
-        *indices: object,
-        lb: object = 0.0,
-        ub: object = G.INFINITY,
-        obj: object = 0.0,
-        vtype: object = G.CONTINUOUS,
-        name: object = "",
-    ) -> tupledict:
-        """Add one variable per key of the index product; returns ``tupledict(key -> Var)``.
-
-        ``lb``/``ub``/``obj``/``vtype`` are a scalar, a list in key order or a dict by key;
-        ``name`` is a prefix (names become ``name[key]``), a list or a dict of names.
-        """
-        keys = index_keys(indices)
-        names = (
-            [key_name(name, key) if name else "" for key in keys]
-            if isinstance(name, str)
-            else [check_name(n) for n in per_key(name, keys, "")]
-        )
-        columns = zip(
-            keys,
-            per_key(lb, keys, 0.0),
-            per_key(ub, keys, G.INFINITY),
-            per_key(obj, keys, 0.0),
-            per_key(vtype, keys, G.CONTINUOUS),
-            names,
-            strict=True,
-        )
-        result = tupledict()
-        for key, low, high, cost, kind, var_name in columns:
-            result[key] = self._new_var(low, high, cost, kind, check_name(var_name))
-        return result
-
-    def addMVar(
-        self,
-        shape: object,
-        lb: object = 0.0,
-        ub: object = G.INFINITY,
-        obj: object = 0.0,
-        vtype: object = G.CONTINUOUS,
-        name: object = "",
-    ) -> MVar:
-        """An :class:`MVar` of ``shape`` (see :mod:`._matrix`); arguments broadcast to it."""
-        return add_mvar(self, shape, lb, ub, obj, vtype, name)
-
-    def addMConstr(self, A: object, x: object, sense: object, b: object, name: object = "") -> MConstr:
-        """``A @ x sense b`` as an :class:`MConstr` (``x`` an MVar or list of Vars)."""
-        variables = x if isinstance(x, MVar) else MVar.fromlist(x)
-        product = A @ variables
-        code = sense_code(sense)
-        constrs = product <= b if code == "<" else product >= b if code == ">" else product == b
-        return add_matrix_constraints(self, constrs, check_name(name))
-
-    # ------------------------------------------------------------------ constraints
-    def addConstr(self, constr: object, name: object = "", *extra: object) -> Constr | QConstr | GenConstr:
-        """Add a constraint given as a ``TempConstr`` (``expr <= rhs``, ``expr == [lb, ub]``,
-        ``(b == 1) >> (...)``, ``y == max_(...)``); ``True``/``False`` add ``0 <= 0``/``0 <= -1``.
-
-        The old ``addConstr(lhs, sense, rhs)`` form raises ``TypeError`` as in gurobipy 13
-        (use ``addLConstr``)."""
-        if extra:
-            raise TypeError(f"addConstr() takes at most 3 positional arguments ({3 + len(extra)} given)")
-        text = check_name(name)
-        if isinstance(constr, MTempConstr):
-            return add_matrix_constraints(self, constr, text)  # type: ignore[return-value]
-        if isinstance(constr, bool):
-            return self._add_linear(LinExpr(), "<", 0.0 if constr else -1.0, text)
-        if not isinstance(constr, TempConstr):
-            raise GurobiError(10003, "Invalid value for Model.addConstr")
-        return self._add_temp(constr, text)
-
-    def _add_temp(self, constr: TempConstr, name: str) -> Constr | QConstr | GenConstr:
-        if constr.kind == "linear":
-            expr = to_linear(constr.lhs) - to_linear(constr.rhs)
-            assert isinstance(expr, LinExpr)
-            return self._add_linear(expr, constr.sense, 0.0, name)
-        if constr.kind == "quadratic":
-            qexpr = to_quadratic(constr.lhs) - to_quadratic(constr.rhs)
-            return self._add_quadratic(qexpr, constr.sense, 0.0, name)
-        if constr.kind == "range":
-            bounds = constr.rhs
-            assert isinstance(bounds, tuple)
-            return self.addRange(constr.lhs, bounds[0], bounds[1], name)
-        if constr.kind == "indicator":
-            condition, implied = constr.lhs, constr.rhs
-            assert isinstance(condition, tuple) and isinstance(implied, TempConstr)
-            return self.addGenConstrIndicator(condition[0], condition[1], implied, name=name)
-        if constr.kind == "general":
-            target, genexpr = constr.lhs, constr.rhs
-            assert isinstance(target, Var) and isinstance(genexpr, GenExpr)
-            return self._add_general(
-                genexpr.kind, name, resvar=target, vars=genexpr.args, constant=genexpr.constant
-            )
-        raise GurobiError(10003, "Invalid value for Model.addConstr")
-
-    def _add_linear(self, expr: LinExpr, sense: str, rhs: float, name: str) -> Constr:
-        row_rhs = rhs - expr._constant
-        constr = Constr(self, {"ConstrName": name, "Sense": sense, "RHS": row_rhs})
-        coeffs, variables = list(expr._coeffs), list(expr._vars)
-        self._gpc.pending.append(lambda: self._commit_constr(constr, coeffs, variables))
-        return constr
-
-    def _commit_constr(self, constr: Constr, coeffs: list[float], variables: list[Var]) -> bool:
-        state = self._gpc
-        object.__setattr__(constr, "_index", len(state.constrs))
-        if not constr._props["ConstrName"]:
-            constr._props["ConstrName"] = f"R{constr._index}"
-        constr._set_row(*merged_terms(self, coeffs, variables))
-        state.constrs.append(constr)
-        return True
-
-    def addLConstr(self, lhs: object, sense: object = None, rhs: object = None, name: object = "") -> Constr:
-        """Add a linear constraint, as a ``TempConstr`` or as ``(lhs, sense, rhs)``."""
-        if isinstance(lhs, TempConstr) and sense is None and rhs is None:
-            if lhs.kind != "linear":
-                raise GurobiError(10003, "addLConstr needs a linear constraint")
-            result = self._add_temp(lhs, check_name(name))
-            assert isinstance(result, Constr)
-            return result
-        expr = to_linear(lhs) - to_linear(rhs)
-        assert isinstance(expr, LinExpr)
-        return self._add_linear(expr, sense_code(sense), 0.0, check_name(name))
-
-    def addConstrs(self, generator: object, name: object = "") -> tupledict:
-        """Add one constraint per item of a generator expression; keys are its loop values."""
-        if not isinstance(generator, GeneratorType):
-            raise KeyError("Missing constraint index")
-        prefix = check_name(name)
-        result = tupledict()
-        for key, constr in generator_keys(generator):
-            label = key_name(prefix, key) if prefix else ""
-            if isinstance(constr, bool):
-                result[key] = self.addConstr(constr, label)
-            elif isinstance(constr, TempConstr):
-                result[key] = self._add_temp(constr, check_name(label))
-            else:
-                raise GurobiError(10003, "Invalid value for Model.addConstrs")
-        return result
-
-    def addRange(self, expr: object, lower: object, upper: object, name: object = "") -> Constr:
-        """``lower <= expr <= upper`` the Gurobi way: ``expr + Rg<name> = upper`` with a new
-        variable ``Rg<name>`` in ``[0, upper - lower]`` (it counts in ``NumVars``)."""
-        low, high = number(lower, "lower"), number(upper, "upper")
-        linear = to_linear(expr)
-        constr = Constr(self, {"ConstrName": check_name(name), "Sense": "=", "RHS": high - linear._constant})
-        coeffs, variables = list(linear._coeffs), list(linear._vars)
-
-        def commit() -> bool:
-            self._commit_constr(constr, coeffs, variables)
-            span = high - low
-            range_var = Var(
-                self,
-                {
-                    "VarName": f"Rg{constr._props['ConstrName']}",
-                    "LB": 0.0,
-                    "UB": span,
-                    "Obj": 0.0,
-                    "VType": "C",
-                },
-            )
-            self._commit_var(range_var)
-            constr._set_row([*constr._vars, range_var], [*constr._coeffs, 1.0])
-            return True
-
-        self._gpc.pending.append(commit)
-        return constr
-
-    def addQConstr(self, lhs: object, sense: object = None, rhs: object = None, name: object = "") -> QConstr:
-        """Add a quadratic constraint (``TempConstr`` or ``(lhs, sense, rhs)``)."""
-        if isinstance(lhs, TempConstr) and sense is None and rhs is None:
-            if lhs.kind not in ("linear", "quadratic"):
-                raise GurobiError(10003, "addQConstr needs a quadratic constraint")
-            qexpr = to_quadratic(lhs.lhs) - to_quadratic(lhs.rhs)
-            return self._add_quadratic(qexpr, lhs.sense, 0.0, check_name(name))
-        qexpr = to_quadratic(lhs) - to_quadratic(rhs)
-        return self._add_quadratic(qexpr, sense_code(sense), 0.0, check_name(name))
-
-    def _add_quadratic(self, expr: QuadExpr, sense: str, rhs: float, name: str) -> QConstr:
-        qconstr = QConstr(self, {"QCName": name, "QCSense": sense, "QCRHS": rhs - expr._linear._constant})
-        terms = expr.copy()
-
-        def commit() -> bool:
-            state = self._gpc
-            object.__setattr__(qconstr, "_index", len(state.qconstrs))
-            linear = merged_terms(self, terms._linear._coeffs, terms._linear._vars)
-            qconstr._set_terms(linear, merged_quad(self, terms, objective=False))
-            state.qconstrs.append(qconstr)
-            return True
-
-        self._gpc.pending.append(commit)
-        return qconstr
-
-    def addSOS(self, type: object, vars: Sequence[Var], wts: Sequence[object] | None = None) -> SOS:
-        """Add an SOS of type 1 or 2 (weights default to 1, 2, 3, ...)."""
-        if type not in (G.SOS_TYPE1, G.SOS_TYPE2):
-            raise invalid_argument(f"Invalid SOS type {type}")
-        members = list(vars)
-        if wts is None:
-            weights = [float(k + 1) for k in range(len(members))]
-        else:
-            weights = [number(w, "wts") for w in wts]
-        sos = SOS(self, G.SOS_TYPE1 if type == G.SOS_TYPE1 else G.SOS_TYPE2, members, weights)
-
-        def commit() -> bool:
-            object.__setattr__(sos, "_index", len(self._gpc.sos))
-            self._gpc.sos.append(sos)
-            return True
-
-        self._gpc.pending.append(commit)
-        return sos
 
     def __getattr__(self, name: str) -> object:
         if name.startswith("__") or name == "_gpc":
