@@ -9,6 +9,7 @@ emulate raise ``CompatNotImplementedError``; names Gurobi lacks raise its ``Attr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -248,14 +249,27 @@ def _is_mip(state: ModelState) -> bool:
 def _pool_attr(state: ModelState, canonical: str, is_mip: bool) -> float:
     """``PoolObjVal``/``PoolObjBound`` (and the check behind ``Xn``): HiGHS keeps no solution
     pool, so solution 0 — the best — is the only one (``SolCount`` is at most 1); LPs have no
-    pool at all, as in gurobipy."""
+    pool at all, as in gurobipy. The errors are gurobipy 13's, whose messages differ from case to
+    case (measured; programs print them)."""
     outcome = state.outcome
-    if outcome is None or outcome.x is None or not is_mip or state.params.get("SolutionNumber") != 0:
-        raise AttributeError("No solution available")
-    value = outcome.objval if canonical != "PoolObjBound" else outcome.objbound
-    if value is None:
-        raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
-    return value
+    unable = f"Unable to retrieve attribute '{canonical}'"
+    if outcome is None:  # never solved: gurobipy names PoolObjBound for Xn too
+        if canonical == "PoolObjVal":
+            raise AttributeError("No solution available")
+        raise AttributeError("Unable to retrieve attribute 'PoolObjBound'")
+    if not is_mip:
+        raise AttributeError(unable if canonical == "PoolObjBound" else "No solution available")
+    if canonical == "PoolObjBound":  # the MIP's bound, whichever solution is selected
+        if outcome.objbound is not None:
+            return outcome.objbound
+        if outcome.status == G.INFEASIBLE:  # nothing is feasible: the bound is infinite
+            return math.inf * state.sense
+        raise AttributeError(unable)
+    if outcome.x is None or outcome.objval is None:  # gurobipy names PoolObjVal here, for Xn too
+        raise AttributeError("Unable to retrieve attribute 'PoolObjVal'")
+    if state.params.get("SolutionNumber") != 0:
+        raise AttributeError(unable)
+    return outcome.objval
 
 
 def _kind(obj: object) -> str:

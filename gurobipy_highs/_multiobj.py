@@ -15,7 +15,11 @@ gurobipy, and :func:`solve_hierarchy` solves it:
   instead fixes variables by reduced cost, which keeps the higher levels optimal (to its
   tolerance 1e-6): the layer adds the row with no degradation, and refuses
   (``NeedsGurobiError``) an LP level whose ``ObjNAbsTol`` exceeds 1e-6, where Gurobi's fixing is
-  not reproducible.
+  not reproducible;
+* a MIP hierarchy is then **polished**: each higher level is re-optimised with the levels above
+  it kept within their allowance and the levels below held at what they reached, which takes
+  back the degradation the lower levels did not need — Gurobi, warm-starting each level from
+  the previous solution, leaves a higher level undegraded whenever the lower ones allow it.
 
 ``ObjVal`` is then objective 0's value at the final solution; ``ObjBound`` and ``MIPGap`` do not
 exist (as in gurobipy); ``ObjNVal`` gives each objective's value (``ObjNumber`` selects it).
@@ -72,8 +76,10 @@ def linear_objective(expr: object) -> LinExpr:
         return expr.copy()
     if isinstance(expr, Var):
         return expr._lin()
-    if isinstance(expr, QuadExpr) or not isinstance(expr, (int, float)):
-        raise GurobiError(10003, "Objective must be linear for multi-objective model")
+    if isinstance(expr, QuadExpr):
+        raise GurobiError(-1, "Objective must be linear for multi-objective model")
+    if not isinstance(expr, (int, float)):
+        raise GurobiError(-1, "Unable to convert argument to an expression")
     return LinExpr(float(expr))
 
 
@@ -146,8 +152,8 @@ def solve_hierarchy(
     """Solve ``snap`` (its objective is objective 0) level by level; returns the last level's
     outcome with ``objval`` set to objective 0's value, and every objective's value. ``gaps`` are
     the ``MIPGap`` and ``MIPGapAbs`` parameters (see the module docstring)."""
-    if snap.q_obj:
-        raise GurobiError(10003, "Objective must be linear for multi-objective model")
+    if snap.q_obj:  # objective 0 made quadratic after setObjectiveN: Gurobi refuses it too
+        raise GurobiError(10024, "Multi-objectives with quadratic terms")
     sense = snap.sense
     tables = [column_costs(multi.get(k), snap.obj, snap.obj_constant) for k in range(multi.count)]
     blends: list[tuple[list[float], float]] = []

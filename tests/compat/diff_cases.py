@@ -200,6 +200,36 @@ for attr in ('lp.SolCount', 'lp.PoolObjVal', 'z.Xn'):
     except Exception as error:
         print(attr, type(error).__name__, error)
 """,
+    "pool_attribute_errors_by_case": """
+def show(label, read):
+    try:
+        print(label, read())
+    except Exception as error:
+        print(label, type(error).__name__, error)
+n = gp.Model(); y = n.addVar(vtype='I'); n.update()
+show('unsolved', lambda: n.PoolObjVal); show('unsolved', lambda: n.PoolObjBound); show('unsolved', lambda: y.Xn)
+m = gp.Model(); x = m.addVars(2, vtype='I', ub=3); m.addConstr(x.sum() >= 1); m.setObjective(x.sum(), GRB.MAXIMIZE); m.optimize()
+m.Params.SolutionNumber = 5
+show('beyond', lambda: m.PoolObjVal); show('beyond', lambda: m.PoolObjBound); show('beyond', lambda: x[0].Xn)
+lp = gp.Model(); z = lp.addVar(ub=3); lp.addConstr(z >= 5); lp.optimize()
+show('lp', lambda: lp.PoolObjVal); show('lp', lambda: z.Xn); show('lp', lambda: lp.PoolObjBound)
+for sense in (GRB.MINIMIZE, GRB.MAXIMIZE):
+    k = gp.Model(); w = k.addVars(2, vtype='I', ub=3); k.addConstr(w.sum() >= 9); k.ModelSense = sense; k.optimize()
+    show('infeasible', lambda: k.PoolObjBound); show('infeasible', lambda: k.PoolObjVal); show('infeasible', lambda: w[0].Xn)
+""",
+    "multiobj_with_quadratic_terms_is_gurobis_error": """
+m = gp.Model(); x = m.addVar(ub=3, name='x'); y = m.addVar(ub=2, name='y')
+try:
+    m.setObjectiveN(x * x + y, 0)
+except gp.GurobiError as error:
+    print('setObjectiveN', error.errno, error)
+m.setObjectiveN(x + y, 1, priority=0); m.setObjective(x * x + y)
+try:
+    m.optimize()
+except gp.GurobiError as error:
+    print('optimize', error.errno, error)
+print(m.Status)
+""",
 }
 
 CASES.update(
