@@ -7,19 +7,24 @@ policy is ``highs``, the runtime loads this folder *as* ``gurobipy`` (found by p
 only the standard library at import time; ``numpy`` and ``highspy`` load on the first
 ``optimize()``.
 
-Supported: ``Model`` (``addVar(s)`` with multi-dimensional, list and dict arguments,
-``addConstr(s)`` including generator, range, indicator and ``var == max_(...)`` forms,
-``addLConstr``, ``addQConstr``, ``addRange``, ``addSOS``, ``addGenConstr{Max,Min,Abs,And,Or,Norm,
-Indicator,PWL}``, ``setObjective``, ``update``, ``optimize``, ``write`` to ``.lp`` (Gurobi's exact
-dialect), ``.mps``, ``.sol``, ``.mst``, ``.prm``, ``getAttr``/``setAttr``, ``Params``, ``remove``,
-``copy``, ``relax``), ``Var``/``LinExpr``/``QuadExpr`` arithmetic, ``quicksum``, ``tupledict``,
-``tuplelist``, ``multidict``, ``Env``, and ``GRB`` with the real constant values.
+Supported: ``Model`` (``addVar(s)`` with multi-dimensional keys and bound/objective arguments
+as gurobipy reads them, ``Column``, ``addConstr(s)`` including generator, range, indicator and
+``var == max_(...)`` forms, ``addLConstr``, ``addQConstr``, ``addRange``, ``addSOS``,
+``addGenConstr{Max,Min,Abs,And,Or,Norm,Indicator,PWL}``, ``setObjective``, ``setObjectiveN``,
+``update``, ``optimize`` (with a lazy-constraint callback), ``write`` to ``.lp`` (Gurobi's exact
+dialect), ``.mps``, ``.sol``, ``.mst``, ``.prm``, ``getAttr``/``setAttr``, ``Params``,
+``remove``, ``copy``, ``relax``), the matrix API (``addMVar``, ``MVar``, ``MLinExpr``,
+``MQuadExpr``, ``MConstr``, ``@``), ``Var``/``LinExpr``/``QuadExpr`` arithmetic, ``quicksum``,
+``tupledict``, ``tuplelist``, ``multidict``, ``Env``, and ``GRB`` with the real constant values.
 
-Solved by HiGHS: LP, MILP and convex continuous QP. Models that only real Gurobi can solve
-(quadratic constraints, non-convex or mixed-integer quadratic objectives, SOS, general
-constraints) make ``optimize()`` raise :class:`NeedsGurobiError`; real gurobipy APIs that are not
-emulated raise :class:`CompatNotImplementedError` naming the API. See
-``docs/gurobipy-highs.md`` for the full contract.
+Solved by HiGHS: LP, MILP and convex continuous QP; indicator and ``max_``/``min_``/``abs_``/
+``and_``/``or_`` constraints become exact rows or big-M rows over finite bounds; multiple
+objectives are solved level by level, lazy constraints by a cut loop. Models that only real
+Gurobi can solve (quadratic constraints, non-convex or mixed-integer quadratic objectives, SOS,
+``norm``/PWL constraints, general constraints over unbounded variables) make ``optimize()``
+raise :class:`NeedsGurobiError`; real gurobipy APIs that are not emulated raise
+:class:`CompatNotImplementedError` naming the API. See ``docs/gurobipy-highs.md`` for the full
+contract.
 """
 
 from __future__ import annotations
