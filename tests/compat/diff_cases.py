@@ -149,6 +149,16 @@ try:
 except Exception as error:
     print(type(error).__name__, error)
 """,
+    "multiobj_mip_level_allowance_near_zero": """
+m = gp.Model(); x = m.addVars(1, 3, ub=1, name='x'); b = m.addVar(vtype=GRB.BINARY, name='b')
+m.addConstrs(x.sum(i, '*') <= 2 for i in range(3))
+m.addConstr((b == 0) >> (2 * x.sum() <= 0)); m.addConstr(b >= 0.5)
+m.ModelSense = GRB.MINIMIZE
+m.setObjectiveN(7 * x[0, 0] - 5 * x[0, 2], 0, priority=1)
+m.setObjectiveN(2 * x.sum(), 1, priority=3)
+m.optimize()
+print(m.Status, round(m.ObjVal * 1e6, 2), round(x[0, 2].X * 1e7, 1))
+""",
     "multiobj_lexicographic_assignment": """
 m = gp.Model()
 w = m.addVars(3, 3, vtype=GRB.BINARY, name='w')
