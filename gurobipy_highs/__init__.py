@@ -7,23 +7,29 @@ policy is ``highs``, the runtime loads this folder *as* ``gurobipy`` (found by p
 only the standard library at import time; ``numpy`` and ``highspy`` load on the first
 ``optimize()``.
 
-Supported: ``Model`` (``addVar(s)`` with multi-dimensional, list and dict arguments,
-``addConstr(s)`` including generator, range, indicator and ``var == max_(...)`` forms,
-``addLConstr``, ``addQConstr``, ``addRange``, ``addSOS``, ``addGenConstr{Max,Min,Abs,And,Or,Norm,
-Indicator,PWL}``, ``setObjective``, ``update``, ``optimize``, ``write`` to ``.lp`` (Gurobi's exact
-dialect), ``.mps``, ``.sol``, ``.mst``, ``.prm``, ``getAttr``/``setAttr``, ``Params``, ``remove``,
-``copy``, ``relax``), ``Var``/``LinExpr``/``QuadExpr`` arithmetic, ``quicksum``, ``tupledict``,
-``tuplelist``, ``multidict``, ``Env``, and ``GRB`` with the real constant values.
+Supported: ``Model`` (``addVar(s)`` with multi-dimensional keys and bound/objective arguments
+as gurobipy reads them, ``Column``, ``addConstr(s)`` including generator, range, indicator and
+``var == max_(...)`` forms, ``addLConstr``, ``addQConstr``, ``addRange``, ``addSOS``,
+``addGenConstr{Max,Min,Abs,And,Or,Norm,Indicator,PWL}``, ``setObjective``, ``setObjectiveN``,
+``update``, ``optimize`` (with a lazy-constraint callback), ``write`` to ``.lp`` (Gurobi's exact
+dialect), ``.mps``, ``.sol``, ``.mst``, ``.prm``, ``getAttr``/``setAttr``, ``Params``,
+``remove``, ``copy``, ``relax``), the matrix API (``addMVar``, ``MVar``, ``MLinExpr``,
+``MQuadExpr``, ``MConstr``, ``@``), ``Var``/``LinExpr``/``QuadExpr`` arithmetic, ``quicksum``,
+``tupledict``, ``tuplelist``, ``multidict``, ``Env``, and ``GRB`` with the real constant values.
 
-Solved by HiGHS: LP, MILP and convex continuous QP. Models that only real Gurobi can solve
-(quadratic constraints, non-convex or mixed-integer quadratic objectives, SOS, general
-constraints) make ``optimize()`` raise :class:`NeedsGurobiError`; real gurobipy APIs that are not
-emulated raise :class:`CompatNotImplementedError` naming the API. See
-``docs/gurobipy-highs.md`` for the full contract.
+Solved by HiGHS: LP, MILP and convex continuous QP; indicator and ``max_``/``min_``/``abs_``/
+``and_``/``or_`` constraints become exact rows or big-M rows over finite bounds; multiple
+objectives are solved level by level, lazy constraints by a cut loop. Models that only real
+Gurobi can solve (quadratic constraints, non-convex or mixed-integer quadratic objectives, SOS,
+``norm``/PWL constraints, general constraints over unbounded variables) make ``optimize()``
+raise :class:`NeedsGurobiError`; real gurobipy APIs that are not emulated raise
+:class:`CompatNotImplementedError` naming the API. See ``docs/gurobipy-highs.md`` for the full
+contract.
 """
 
 from __future__ import annotations
 
+from ._column import Column
 from ._env import Env, disposeDefaultEnv, getParamInfo, resetParams, setParam
 from ._errors import (
     NEEDS_GUROBI_ERRNO,
@@ -32,9 +38,11 @@ from ._errors import (
     GurobiError,
     NeedsGurobiError,
 )
-from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, abs_, and_, max_, min_, norm, or_, quicksum
+from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, quicksum
 from ._facts import API_VERSION, MODULE_NAMES
+from ._genexpr import abs_, and_, max_, min_, norm, or_
 from ._grb import GRB
+from ._matrix import MConstr, MLinExpr, MQuadExpr, MVar
 from ._model import Model
 from ._objects import SOS, Constr, GenConstr, QConstr
 from ._tuples import multidict, tupledict, tuplelist
@@ -78,6 +86,7 @@ __all__ = [
     "NEEDS_GUROBI_ERRNO",
     "NEEDS_GUROBI_EVENTS",
     "SOS",
+    "Column",
     "CompatNotImplementedError",
     "Constr",
     "Env",
@@ -85,6 +94,10 @@ __all__ = [
     "GenExpr",
     "GurobiError",
     "LinExpr",
+    "MConstr",
+    "MLinExpr",
+    "MQuadExpr",
+    "MVar",
     "Model",
     "NeedsGurobiError",
     "QConstr",

@@ -28,8 +28,9 @@ VAR_STORED: dict[str, object] = {
     "VTag": "",
     "PoolIgnore": 0,
 }
-#: Variable attributes read from the last solution.
-VAR_SOLUTION = frozenset({"X", "RC"})
+#: Variable attributes read from the last solution (``Xn``: solution ``SolutionNumber``, of which
+#: only the best, number 0, is kept; ``ObjN``: the coefficient in objective ``ObjNumber``).
+VAR_SOLUTION = frozenset({"X", "RC", "Xn", "ObjN"})
 
 CONSTR_STORED: dict[str, object] = {
     "ConstrName": "",
@@ -82,6 +83,15 @@ MODEL_SUPPORTED = frozenset(
         "IterCount",
         "BarIterCount",
         "NodeCount",
+        "PoolObjVal",
+        "PoolObjBound",
+        "ObjNVal",
+        "ObjNPriority",
+        "ObjNWeight",
+        "ObjNName",
+        "ObjNAbsTol",
+        "ObjNRelTol",
+        "ObjNCon",
     }
 )
 MODEL_WRITABLE = frozenset({"ModelSense", "ObjCon", "ModelName"})

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _grb as G
-from ._errors import CompatNotImplementedError, NeedsGurobiError
-from ._params import HIGHS_OPTIONS, RESULT_CHANGING, ParamSet
+from ._errors import NeedsGurobiError
+from ._params import HIGHS_OPTIONS, ParamSet
 from ._snapshot import Snapshot
 
 #: Relative tolerance of the convexity test on the objective Hessian.
@@ -50,6 +50,8 @@ class SolveOutcome:
     nodes: float = 0.0
     solver: str = "HiGHS"
     notes: list[str] = field(default_factory=list)
+    #: Each objective's value at the solution, for multi-objective models.
+    objn: list[float] | None = None
 
 
 def check_solvable(snap: Snapshot, params: ParamSet) -> None:
@@ -61,9 +63,6 @@ def check_solvable(snap: Snapshot, params: ParamSet) -> None:
     if snap.general:
         kinds = sorted({g.kind for g in snap.general})
         raise NeedsGurobiError(f"{len(snap.general)} general constraint(s) ({', '.join(kinds)})")
-    for name in sorted(RESULT_CHANGING):
-        if params.get(name) != params_default(name):
-            raise CompatNotImplementedError(f"parameter {name}", "it changes what a solve returns")
     for j, vtype in enumerate(snap.vtype):
         if vtype in ("S", "N") and math.isinf(snap.ub[j]):
             raise NeedsGurobiError(f"semi-continuous variable {snap.var_names[j]} without an upper bound")
@@ -137,8 +136,9 @@ def _bound(value: float) -> float:
     return value
 
 
-def solve(snap: Snapshot, params: ParamSet) -> SolveOutcome:
-    """Solve ``snap`` under ``params``; call :func:`check_solvable` first."""
+def solve(snap: Snapshot, params: ParamSet, overrides: dict[str, float] | None = None) -> SolveOutcome:
+    """Solve ``snap`` under ``params`` (and HiGHS options ``overrides``); call
+    :func:`check_solvable` first."""
     started = time.perf_counter()
     if snap.num_vars == 0:
         return _solve_without_columns(snap, started)
@@ -149,6 +149,8 @@ def solve(snap: Snapshot, params: ParamSet) -> SolveOutcome:
     highs = _new_highs(quiet)
     highs.setOptionValue("output_flag", not quiet)
     _apply_options(highs, params)
+    for option, setting in (overrides or {}).items():
+        highs.setOptionValue(option, setting)
     flip = -1.0 if snap.sense < 0 else 1.0
     lp = highspy.HighsLp()
     lp.num_col_ = snap.num_vars

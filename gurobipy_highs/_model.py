@@ -8,50 +8,46 @@ Until then new objects report the index they will get but reading their attribut
 include them. Applying a change that alters the model discards the previous solution
 (``Status`` goes back to ``LOADED``).
 
-Attribute access lives in :mod:`._model_attrs`, file output in :mod:`._model_files`, the state
-and its canonical forms in :mod:`._state`.
+Adding variables lives in :mod:`._model_vars`, adding constraints in :mod:`._model_constrs`
+(general ones in :mod:`._model_general`), multiple objectives in :mod:`._model_multi`, callbacks
+in :mod:`._callback`, attribute access in :mod:`._model_attrs`, file output in
+:mod:`._model_files`, the state and its canonical forms in :mod:`._state`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
-from types import GeneratorType, TracebackType
+from types import TracebackType
 from typing import Any
 
 from . import _grb as G
+from ._args import removal_targets
 from ._attrs import canonical_attr
+from ._callback import CallbackMethods
 from ._env import Env, default_env, param_info
-from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, no_attribute
-from ._expr import GenExpr, LinExpr, QuadExpr, TempConstr, Var, as_number
+from ._errors import CompatNotImplementedError, GurobiError, no_attribute
+from ._expr import LinExpr, QuadExpr, Var, as_number
 from ._facts import CLASS_NAMES
-from ._highs_solve import check_solvable, solve
-from ._keys import generator_keys, index_keys, key_name
+from ._matrix import MatrixBase, single_expression
 from ._model_attrs import ModelAttributes
+from ._model_constrs import ConstraintMethods
 from ._model_files import write_file
+from ._model_multi import MultiObjectiveMethods
 from ._objects import REMOVED, SOS, Constr, GenConstr, ModelObject, QConstr
+from ._optimize import run_optimize
 from ._params import ParamsProxy, ParamValue, announce
 from ._state import (
-    VTYPES,
     ModelState,
-    bound,
-    build_snapshot,
     check_name,
-    creation_bounds,
     float_prop,
     merged_quad,
-    merged_terms,
     number,
-    optional_number,
     require_member,
-    sense_code,
     to_linear,
-    to_quadratic,
 )
-from ._tuples import tupledict
 
 
-class Model(ModelAttributes):
+class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackMethods):
     """A gurobipy-compatible optimisation model solved with HiGHS.
 
     ``Model(name="", env=None)``. See the package docstring for what is supported and for the
@@ -87,329 +83,6 @@ class Model(ModelAttributes):
     def resetParams(self) -> None:
         self._gpc.params.reset()
 
-    # ------------------------------------------------------------------ variables
-    def addVar(
-        self,
-        lb: object = 0.0,
-        ub: object = G.INFINITY,
-        obj: object = 0.0,
-        vtype: object = G.CONTINUOUS,
-        name: object = "",
-        column: object = None,
-    ) -> Var:
-        """Add one variable (visible after the next update)."""
-        if column is not None:
-            raise CompatNotImplementedError("Model.addVar(column=...)")
-        return self._new_var(lb, ub, obj, vtype, check_name(name))
-
-    def _new_var(self, lb: object, ub: object, obj: object, vtype: object, name: str) -> Var:
-        kind = str(vtype).upper() if isinstance(vtype, str) else str(vtype)
-        if kind not in VTYPES:
-            raise invalid_argument(f"Invalid variable type '{vtype}'")
-        low, high = creation_bounds(kind, bound(number(lb, "lb")), bound(number(ub, "ub")))
-        props: dict[str, object] = {
-            "VarName": name,
-            "LB": low,
-            "UB": high,
-            "Obj": number(obj, "obj"),
-            "VType": kind,
-        }
-        state = self._gpc
-        var = Var(self, props, future_index=len(state.vars) + len(state.pending_vars))
-        state.pending_vars.append(var)
-        return var
-
-    def _commit_var(self, var: Var) -> bool:
-        state = self._gpc
-        object.__setattr__(var, "_index", len(state.vars))
-        if not var._props["VarName"]:
-            var._props["VarName"] = f"C{var._index}"
-        state.vars.append(var)
-        return True
-
-    def addVars(
-        self,
-        *indices: object,
-        lb: object = 0.0,
-        ub: object = G.INFINITY,
-        obj: object = 0.0,
-        vtype: object = G.CONTINUOUS,
-        name: object = "",
-    ) -> tupledict:
-        """Add one variable per key of the index product; returns ``tupledict(key -> Var)``.
-
-        ``lb``/``ub``/``obj``/``vtype`` are a scalar, a list in key order or a dict by key;
-        ``name`` is a prefix (names become ``name[key]``), a list or a dict of names.
-        """
-        keys = index_keys(indices)
-        result = tupledict()
-        for position, key in enumerate(keys):
-            if isinstance(name, str):
-                var_name = key_name(name, key) if name else ""
-            else:
-                var_name = str(_pick(name, key, position, len(keys), "name"))
-            result[key] = self._new_var(
-                _pick(lb, key, position, len(keys), "lb"),
-                _pick(ub, key, position, len(keys), "ub"),
-                _pick(obj, key, position, len(keys), "obj"),
-                _pick(vtype, key, position, len(keys), "vtype"),
-                check_name(var_name),
-            )
-        return result
-
-    def addMVar(self, *args: object, **kwargs: object) -> Any:
-        raise CompatNotImplementedError("Model.addMVar (the matrix API)")
-
-    # ------------------------------------------------------------------ constraints
-    def addConstr(self, constr: object, name: object = "", *extra: object) -> Constr | QConstr | GenConstr:
-        """Add a constraint given as a ``TempConstr`` (``expr <= rhs``, ``expr == [lb, ub]``,
-        ``(b == 1) >> (...)``, ``y == max_(...)``); ``True``/``False`` add ``0 <= 0``/``0 <= -1``.
-
-        The old ``addConstr(lhs, sense, rhs)`` form raises ``TypeError`` as in gurobipy 13
-        (use ``addLConstr``)."""
-        if extra:
-            raise TypeError(f"addConstr() takes at most 3 positional arguments ({3 + len(extra)} given)")
-        text = check_name(name)
-        if isinstance(constr, bool):
-            return self._add_linear(LinExpr(), "<", 0.0 if constr else -1.0, text)
-        if not isinstance(constr, TempConstr):
-            raise GurobiError(10003, "Invalid value for Model.addConstr")
-        return self._add_temp(constr, text)
-
-    def _add_temp(self, constr: TempConstr, name: str) -> Constr | QConstr | GenConstr:
-        if constr.kind == "linear":
-            expr = to_linear(constr.lhs) - to_linear(constr.rhs)
-            assert isinstance(expr, LinExpr)
-            return self._add_linear(expr, constr.sense, 0.0, name)
-        if constr.kind == "quadratic":
-            qexpr = to_quadratic(constr.lhs) - to_quadratic(constr.rhs)
-            return self._add_quadratic(qexpr, constr.sense, 0.0, name)
-        if constr.kind == "range":
-            bounds = constr.rhs
-            assert isinstance(bounds, tuple)
-            return self.addRange(constr.lhs, bounds[0], bounds[1], name)
-        if constr.kind == "indicator":
-            condition, implied = constr.lhs, constr.rhs
-            assert isinstance(condition, tuple) and isinstance(implied, TempConstr)
-            return self.addGenConstrIndicator(condition[0], condition[1], implied, name=name)
-        if constr.kind == "general":
-            target, genexpr = constr.lhs, constr.rhs
-            assert isinstance(target, Var) and isinstance(genexpr, GenExpr)
-            return self._add_general(
-                genexpr.kind, name, resvar=target, vars=genexpr.args, constant=genexpr.constant
-            )
-        raise GurobiError(10003, "Invalid value for Model.addConstr")
-
-    def _add_linear(self, expr: LinExpr, sense: str, rhs: float, name: str) -> Constr:
-        row_rhs = rhs - expr._constant
-        constr = Constr(self, {"ConstrName": name, "Sense": sense, "RHS": row_rhs})
-        coeffs, variables = list(expr._coeffs), list(expr._vars)
-        self._gpc.pending.append(lambda: self._commit_constr(constr, coeffs, variables))
-        return constr
-
-    def _commit_constr(self, constr: Constr, coeffs: list[float], variables: list[Var]) -> bool:
-        state = self._gpc
-        object.__setattr__(constr, "_index", len(state.constrs))
-        if not constr._props["ConstrName"]:
-            constr._props["ConstrName"] = f"R{constr._index}"
-        constr._set_row(*merged_terms(self, coeffs, variables))
-        state.constrs.append(constr)
-        return True
-
-    def addLConstr(self, lhs: object, sense: object = None, rhs: object = None, name: object = "") -> Constr:
-        """Add a linear constraint, as a ``TempConstr`` or as ``(lhs, sense, rhs)``."""
-        if isinstance(lhs, TempConstr) and sense is None and rhs is None:
-            if lhs.kind != "linear":
-                raise GurobiError(10003, "addLConstr needs a linear constraint")
-            result = self._add_temp(lhs, check_name(name))
-            assert isinstance(result, Constr)
-            return result
-        expr = to_linear(lhs) - to_linear(rhs)
-        assert isinstance(expr, LinExpr)
-        return self._add_linear(expr, sense_code(sense), 0.0, check_name(name))
-
-    def addConstrs(self, generator: object, name: object = "") -> tupledict:
-        """Add one constraint per item of a generator expression; keys are its loop values."""
-        if not isinstance(generator, GeneratorType):
-            raise KeyError("Missing constraint index")
-        prefix = check_name(name)
-        result = tupledict()
-        for key, constr in generator_keys(generator):
-            label = key_name(prefix, key) if prefix else ""
-            if isinstance(constr, bool):
-                result[key] = self.addConstr(constr, label)
-            elif isinstance(constr, TempConstr):
-                result[key] = self._add_temp(constr, check_name(label))
-            else:
-                raise GurobiError(10003, "Invalid value for Model.addConstrs")
-        return result
-
-    def addRange(self, expr: object, lower: object, upper: object, name: object = "") -> Constr:
-        """``lower <= expr <= upper`` the Gurobi way: ``expr + Rg<name> = upper`` with a new
-        variable ``Rg<name>`` in ``[0, upper - lower]`` (it counts in ``NumVars``)."""
-        low, high = number(lower, "lower"), number(upper, "upper")
-        linear = to_linear(expr)
-        constr = Constr(self, {"ConstrName": check_name(name), "Sense": "=", "RHS": high - linear._constant})
-        coeffs, variables = list(linear._coeffs), list(linear._vars)
-
-        def commit() -> bool:
-            self._commit_constr(constr, coeffs, variables)
-            span = high - low
-            range_var = Var(
-                self,
-                {
-                    "VarName": f"Rg{constr._props['ConstrName']}",
-                    "LB": 0.0,
-                    "UB": span,
-                    "Obj": 0.0,
-                    "VType": "C",
-                },
-            )
-            self._commit_var(range_var)
-            constr._set_row([*constr._vars, range_var], [*constr._coeffs, 1.0])
-            return True
-
-        self._gpc.pending.append(commit)
-        return constr
-
-    def addQConstr(self, lhs: object, sense: object = None, rhs: object = None, name: object = "") -> QConstr:
-        """Add a quadratic constraint (``TempConstr`` or ``(lhs, sense, rhs)``)."""
-        if isinstance(lhs, TempConstr) and sense is None and rhs is None:
-            if lhs.kind not in ("linear", "quadratic"):
-                raise GurobiError(10003, "addQConstr needs a quadratic constraint")
-            qexpr = to_quadratic(lhs.lhs) - to_quadratic(lhs.rhs)
-            return self._add_quadratic(qexpr, lhs.sense, 0.0, check_name(name))
-        qexpr = to_quadratic(lhs) - to_quadratic(rhs)
-        return self._add_quadratic(qexpr, sense_code(sense), 0.0, check_name(name))
-
-    def _add_quadratic(self, expr: QuadExpr, sense: str, rhs: float, name: str) -> QConstr:
-        qconstr = QConstr(self, {"QCName": name, "QCSense": sense, "QCRHS": rhs - expr._linear._constant})
-        terms = expr.copy()
-
-        def commit() -> bool:
-            state = self._gpc
-            object.__setattr__(qconstr, "_index", len(state.qconstrs))
-            linear = merged_terms(self, terms._linear._coeffs, terms._linear._vars)
-            qconstr._set_terms(linear, merged_quad(self, terms, objective=False))
-            state.qconstrs.append(qconstr)
-            return True
-
-        self._gpc.pending.append(commit)
-        return qconstr
-
-    def addSOS(self, type: object, vars: Sequence[Var], wts: Sequence[object] | None = None) -> SOS:
-        """Add an SOS of type 1 or 2 (weights default to 1, 2, 3, ...)."""
-        if type not in (G.SOS_TYPE1, G.SOS_TYPE2):
-            raise invalid_argument(f"Invalid SOS type {type}")
-        members = list(vars)
-        if wts is None:
-            weights = [float(k + 1) for k in range(len(members))]
-        else:
-            weights = [number(w, "wts") for w in wts]
-        sos = SOS(self, G.SOS_TYPE1 if type == G.SOS_TYPE1 else G.SOS_TYPE2, members, weights)
-
-        def commit() -> bool:
-            object.__setattr__(sos, "_index", len(self._gpc.sos))
-            self._gpc.sos.append(sos)
-            return True
-
-        self._gpc.pending.append(commit)
-        return sos
-
-    # ------------------------------------------------------------------ general constraints
-    def _add_general(self, kind: str, name: object, **data: object) -> GenConstr:
-        type_code = {
-            "max": G.GENCONSTR_MAX,
-            "min": G.GENCONSTR_MIN,
-            "abs": G.GENCONSTR_ABS,
-            "and": G.GENCONSTR_AND,
-            "or": G.GENCONSTR_OR,
-            "norm": G.GENCONSTR_NORM,
-            "indicator": G.GENCONSTR_INDICATOR,
-            "pwl": G.GENCONSTR_PWL,
-        }[kind]
-        general = GenConstr(
-            self, {"GenConstrName": check_name(name), "GenConstrType": type_code}, {"kind": kind, **data}
-        )
-
-        def commit() -> bool:
-            state = self._gpc
-            object.__setattr__(general, "_index", len(state.genconstrs))
-            if not general._props["GenConstrName"]:
-                general._props["GenConstrName"] = f"GC{general._index}"
-            state.genconstrs.append(general)
-            return True
-
-        self._gpc.pending.append(commit)
-        return general
-
-    def addGenConstrMax(
-        self, resvar: Var, vars: Iterable[Var], constant: object = None, name: object = ""
-    ) -> GenConstr:
-        return self._add_general(
-            "max", name, resvar=resvar, vars=tuple(vars), constant=optional_number(constant)
-        )
-
-    def addGenConstrMin(
-        self, resvar: Var, vars: Iterable[Var], constant: object = None, name: object = ""
-    ) -> GenConstr:
-        return self._add_general(
-            "min", name, resvar=resvar, vars=tuple(vars), constant=optional_number(constant)
-        )
-
-    def addGenConstrAbs(self, resvar: Var, argvar: Var, name: object = "") -> GenConstr:
-        return self._add_general("abs", name, resvar=resvar, vars=(argvar,), constant=None)
-
-    def addGenConstrAnd(self, resvar: Var, vars: Iterable[Var], name: object = "") -> GenConstr:
-        return self._add_general("and", name, resvar=resvar, vars=tuple(vars), constant=None)
-
-    def addGenConstrOr(self, resvar: Var, vars: Iterable[Var], name: object = "") -> GenConstr:
-        return self._add_general("or", name, resvar=resvar, vars=tuple(vars), constant=None)
-
-    def addGenConstrNorm(
-        self, resvar: Var, vars: Iterable[Var], which: object, name: object = ""
-    ) -> GenConstr:
-        return self._add_general(
-            "norm", name, resvar=resvar, vars=tuple(vars), constant=number(which, "which")
-        )
-
-    def addGenConstrPWL(
-        self, xvar: Var, yvar: Var, xpts: Iterable[object], ypts: Iterable[object], name: object = ""
-    ) -> GenConstr:
-        xs = tuple(number(p, "xpts") for p in xpts)
-        ys = tuple(number(p, "ypts") for p in ypts)
-        return self._add_general("pwl", name, xvar=xvar, yvar=yvar, xpts=xs, ypts=ys)
-
-    def addGenConstrIndicator(
-        self,
-        binvar: Var,
-        binval: object,
-        lhs: object,
-        sense: object = None,
-        rhs: object = None,
-        name: object = "",
-    ) -> GenConstr:
-        """``binvar == binval  ->  lhs sense rhs`` (``lhs`` may be a linear ``TempConstr``)."""
-        if isinstance(lhs, TempConstr):
-            if lhs.kind != "linear":
-                raise GurobiError(10003, "Indicator constraints must imply a linear constraint")
-            expr = to_linear(lhs.lhs) - to_linear(lhs.rhs)
-            row_sense = lhs.sense
-        else:
-            expr = to_linear(lhs) - to_linear(rhs)
-            row_sense = sense_code(sense)
-        assert isinstance(expr, LinExpr)
-        return self._add_general(
-            "indicator",
-            name,
-            binvar=binvar,
-            binval=bool(binval),
-            coeffs=tuple(expr._coeffs),
-            vars=tuple(expr._vars),
-            sense=row_sense,
-            rhs=-expr._constant,
-        )
-
     def __getattr__(self, name: str) -> object:
         if name.startswith("__") or name == "_gpc":
             raise AttributeError(name)
@@ -434,6 +107,7 @@ class Model(ModelAttributes):
         """Replace the objective (applied at the next update); ``sense`` is 1 or -1."""
         if sense is not None and sense not in (G.MINIMIZE, G.MAXIMIZE):
             raise GurobiError(10003, "Invalid objective sense")
+        expr = single_expression(expr)
         if isinstance(expr, QuadExpr):
             objective: LinExpr | QuadExpr = expr.copy()
         elif isinstance(expr, (Var, LinExpr)) or as_number(expr) is not None:
@@ -462,8 +136,9 @@ class Model(ModelAttributes):
 
     def getObjective(self, index: object = None) -> LinExpr | QuadExpr:
         """The current (updated) objective: a LinExpr, or a QuadExpr when it has squares/products."""
-        if index is not None:
-            raise CompatNotImplementedError("Model.getObjective(index) (multiple objectives)")
+        if index is not None and index != 0:
+            assert isinstance(index, int)
+            return self._objective_n(index)
         state = self._gpc
         linear = LinExpr(state.obj_constant)
         for var in state.vars:
@@ -480,19 +155,16 @@ class Model(ModelAttributes):
             [b for _a, b, _q in state.q_obj],
         )
 
-    def setObjectiveN(self, *args: object, **kwargs: object) -> None:
-        raise CompatNotImplementedError("Model.setObjectiveN (multiple objectives)")
-
     # ------------------------------------------------------------------ update / remove / queries
     def update(self) -> None:
         """Apply every queued change: new variables first (so that range variables follow
         them, as in gurobipy), then everything else in call order."""
         state = self._gpc
-        if not state.pending and not state.pending_vars:
+        if not state.pending and not state.pending_vars and not state.pending_late:
             return
         new_vars, state.pending_vars = state.pending_vars, []
         state.pending_counts = {}
-        pending, state.pending = state.pending, []
+        pending, state.pending, state.pending_late = state.pending + state.pending_late, [], []
         modified = bool(new_vars)
         for var in new_vars:
             self._commit_var(var)
@@ -514,16 +186,13 @@ class Model(ModelAttributes):
         self._discard_solution()
 
     def remove(self, items: object) -> None:
-        """Remove a Var/Constr/QConstr/SOS/GenConstr, or a list/tuple/dict of them (at update)."""
-        if isinstance(items, dict):
-            targets = list(items.values())
-        elif isinstance(items, (list, tuple)):
-            targets = list(items)
-        else:
-            targets = [items]
+        """Remove a Var/Constr/QConstr/SOS/GenConstr, or nested lists/tuples/dicts of them (at
+        update); ``GurobiError`` for anything else or for an object of another model."""
+        targets = removal_targets(items, (Var, ModelObject), MatrixBase)
         for target in targets:
-            if not isinstance(target, (Var, ModelObject)):
-                raise GurobiError(10003, f"Cannot remove {type(target).__name__} from a model")
+            assert isinstance(target, (Var, ModelObject))
+            if target._model is not self:
+                raise GurobiError(-1, "Item to be removed is not in model")
         self._gpc.pending.append(lambda: self._apply_removal(targets))
 
     def _apply_removal(self, targets: list[object]) -> bool:
@@ -607,25 +276,21 @@ class Model(ModelAttributes):
 
     # ------------------------------------------------------------------ solve
     def optimize(self, callback: object = None) -> None:
-        """Solve with HiGHS. Raises ``NeedsGurobiError`` (status stays ``LOADED``) for models
-        HiGHS cannot solve exactly; see the package docstring."""
-        if callback is not None:
-            raise CompatNotImplementedError("Model.optimize(callback) (callbacks)")
+        """Solve with HiGHS (see :mod:`._optimize`); ``callback(model, where)`` is called by the
+        lazy-constraint loop of :mod:`._callback`. Raises ``NeedsGurobiError`` (status stays
+        ``LOADED``) for models HiGHS cannot solve exactly; see the package docstring."""
+        if callback is not None and not callable(callback):
+            raise TypeError("callback must be callable")
         self.update()
         self._discard_solution()
-        snap = build_snapshot(self._gpc)
-        check_solvable(snap, self._gpc.params)
         sys.stdout.flush()
-        outcome = solve(snap, self._gpc.params)
         state = self._gpc
+        outcome = run_optimize(self, state, callback)
         state.outcome = outcome
         state.status = outcome.status
         if outcome.x is not None:
             for var, value in zip(state.vars, outcome.x, strict=True):
                 object.__setattr__(var, "_solution", value)
-
-    def terminate(self) -> None:
-        """Ask a running solve to stop (solves here are synchronous: nothing to do)."""
 
     # ------------------------------------------------------------------ misc
     def write(self, filename: str) -> None:
@@ -699,17 +364,6 @@ class Model(ModelAttributes):
         waiting = state.pending_counts.get(kind, 0)
         state.pending_counts[kind] = waiting + 1
         return len(committed[kind]) + waiting
-
-
-def _pick(value: object, key: object, position: int, count: int, what: str) -> object:
-    """Per-key argument of ``addVars``: dict by key, list by position, or one shared scalar."""
-    if isinstance(value, dict):
-        return value[key]
-    if isinstance(value, (list, tuple)):
-        if len(value) != count:
-            raise GurobiError(10003, f"addVars: {what} has {len(value)} entries for {count} variables")
-        return value[position]
-    return value
 
 
 def _clone(model: Model, *, relax: bool) -> Model:

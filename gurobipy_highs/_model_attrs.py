@@ -9,6 +9,7 @@ emulate raise ``CompatNotImplementedError``; names Gurobi lacks raise its ``Attr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,6 +27,7 @@ from ._attrs import (
 )
 from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, no_attribute
 from ._expr import Var
+from ._model_multi import MULTI_ATTRS, multi_attr, var_objn
 from ._objects import ModelObject
 from ._state import VTYPES, ModelState, bound, check_name, number, sense_code
 
@@ -110,19 +112,25 @@ class ModelAttributes:
             "NumNZs": lambda: sum(len(c._vars) for c in state.constrs),
             "NumQNZs": lambda: len(state.q_obj),
             "NumQCNZs": lambda: sum(len(q._quad) for q in state.qconstrs),
-            "NumObj": lambda: 1,
+            "NumObj": lambda: multi_attr(state, "NumObj"),
             "ModelSense": lambda: state.sense,
             "ObjCon": lambda: state.obj_constant,
             "ModelName": lambda: state.name,
             "IsMIP": lambda: int(is_mip),
             "IsQP": lambda: int(bool(state.q_obj) and not state.qconstrs),
             "IsQCP": lambda: int(bool(state.qconstrs)),
-            "IsMultiObj": lambda: 0,
+            "IsMultiObj": lambda: multi_attr(state, "IsMultiObj"),
             "Status": lambda: state.status,
-            "SolCount": lambda: 1 if outcome is not None and outcome.x is not None else 0,
+            "SolCount": lambda: (
+                1 if outcome is not None and outcome.x is not None and outcome.status != G.CUTOFF else 0
+            ),
         }
         if canonical in simple:
             return simple[canonical]()
+        if canonical in MULTI_ATTRS:
+            return multi_attr(state, canonical)
+        if canonical in ("PoolObjVal", "PoolObjBound"):
+            return _pool_attr(state, canonical, is_mip)
         if outcome is None:
             raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
         solution: dict[str, object] = {
@@ -176,6 +184,12 @@ class ModelAttributes:
         stored = STORED_BY_KIND[kind]
         if canonical in stored:
             return obj._props.get(canonical, stored[canonical])
+        if canonical == "ObjN":
+            assert isinstance(obj, Var)
+            return var_objn(self._gpc, obj)
+        if canonical == "Xn":
+            _pool_attr(self._gpc, canonical, _is_mip(self._gpc))
+            return self._solution_value(obj, "X")
         if canonical in SOLUTION_BY_KIND[kind]:
             return self._solution_value(obj, canonical)
         raise CompatNotImplementedError(f"attribute {kind}.{canonical}")
@@ -226,6 +240,36 @@ class ModelAttributes:
                 value = self._get_attr_of(obj, canonical)
                 if value:
                     print(f"{obj._props.get('VarName', obj._props.get('ConstrName'))!s:>12} {value!s:>12} ")
+
+
+def _is_mip(state: ModelState) -> bool:
+    return any(v._props["VType"] != "C" for v in state.vars) or bool(state.sos) or bool(state.genconstrs)
+
+
+def _pool_attr(state: ModelState, canonical: str, is_mip: bool) -> float:
+    """``PoolObjVal``/``PoolObjBound`` (and the check behind ``Xn``): HiGHS keeps no solution
+    pool, so solution 0 — the best — is the only one (``SolCount`` is at most 1); LPs have no
+    pool at all, as in gurobipy. The errors are gurobipy 13's, whose messages differ from case to
+    case (measured; programs print them)."""
+    outcome = state.outcome
+    unable = f"Unable to retrieve attribute '{canonical}'"
+    if outcome is None:  # never solved: gurobipy names PoolObjBound for Xn too
+        if canonical == "PoolObjVal":
+            raise AttributeError("No solution available")
+        raise AttributeError("Unable to retrieve attribute 'PoolObjBound'")
+    if not is_mip:
+        raise AttributeError(unable if canonical == "PoolObjBound" else "No solution available")
+    if canonical == "PoolObjBound":  # the MIP's bound, whichever solution is selected
+        if outcome.objbound is not None:
+            return outcome.objbound
+        if outcome.status == G.INFEASIBLE:  # nothing is feasible: the bound is infinite
+            return math.inf * state.sense
+        raise AttributeError(unable)
+    if outcome.x is None or outcome.objval is None:  # gurobipy names PoolObjVal here, for Xn too
+        raise AttributeError("Unable to retrieve attribute 'PoolObjVal'")
+    if state.params.get("SolutionNumber") != 0:
+        raise AttributeError(unable)
+    return outcome.objval
 
 
 def _kind(obj: object) -> str:

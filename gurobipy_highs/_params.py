@@ -3,8 +3,9 @@
 Every Gurobi 13.0.3 parameter can be read and set (names are case-insensitive, values are
 range-checked with Gurobi's messages). Only some change what HiGHS does (:data:`HIGHS_OPTIONS`);
 the rest tune Gurobi's own algorithms and cannot change an optimal objective, so they are
-accepted and ignored — except :data:`RESULT_CHANGING`, which alter what a solve returns and
-make ``optimize`` raise ``CompatNotImplementedError`` when set away from their default.
+accepted and ignored. ``Cutoff``, ``BestObjStop`` and ``BestBdStop`` are applied to the optimum
+(``_optimize``); ``LazyConstraints``, ``ObjNumber`` and ``SolutionNumber`` are read by the
+callback loop and the attributes.
 """
 
 from __future__ import annotations
@@ -33,8 +34,16 @@ HIGHS_OPTIONS: dict[str, str] = {
     "IterationLimit": "simplex_iteration_limit",
 }
 
-#: Parameters that change the result of a solve and have no faithful HiGHS counterpart.
-RESULT_CHANGING = frozenset({"Cutoff", "BestObjStop", "BestBdStop"})
+
+#: Parameters applied to the solve's result by the layer itself (``_optimize``): how each is met.
+SOLVE_RULES: dict[str, str] = {
+    "Cutoff": "an optimum worse than the cutoff gives status CUTOFF and no solution",
+    "BestObjStop": "solved to optimality (the optimum meets the stop; Gurobi may stop earlier)",
+    "BestBdStop": "solved to optimality (the optimum meets the stop; Gurobi may stop earlier)",
+    "LazyConstraints": "needed by cbLazy in the lazy-constraint loop",
+    "ObjNumber": "selects the objective of the ObjN* attributes",
+    "SolutionNumber": "selects the solution of Xn/PoolObjVal (only the best one is kept)",
+}
 
 
 def canonical_name(name: str) -> str:

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _grb as G
 from ._errors import GurobiError, invalid_argument
 from ._expr import LinExpr, QuadExpr, Var, as_number
 from ._highs_solve import SolveOutcome
+from ._multiobj import MultiObjectives
 from ._objects import SOS, Constr, GenConstr, ModelObject, QConstr
 from ._params import ParamSet
 from ._snapshot import GeneralRow, LinearRow, QuadRow, Snapshot, SOSSet
+
+if TYPE_CHECKING:
+    from ._callback import CallbackContext
 
 MAX_NAME = 255
 #: Variable bounds of this magnitude or more are infinite (as Gurobi stores them).
@@ -31,7 +35,8 @@ _SENSES = {"<": "<", "<=": "<", ">": ">", ">=": ">", "=": "=", "==": "="}
 
 
 class ModelState:
-    """Everything one Model holds; ``pending`` are the queued changes ``update()`` applies."""
+    """Everything one Model holds; ``pending`` are the queued changes ``update()`` applies
+    (``pending_late`` after them: Gurobi applies ``setObjectiveN`` after ``setObjective``)."""
 
     def __init__(self, name: str, params: ParamSet) -> None:
         self.name = name
@@ -47,6 +52,11 @@ class ModelState:
         self.pending_vars: list[Var] = []
         self.pending_counts: dict[str, int] = {}
         self.pending: list[Callable[[], bool]] = []
+        self.pending_late: list[Callable[[], bool]] = []
+        #: The objectives of ``setObjectiveN`` (``None`` until it is first called).
+        self.multi: MultiObjectives | None = None
+        #: What a running callback may read (``None`` outside callbacks).
+        self.callback: CallbackContext | None = None
         self.status = G.LOADED
         self.outcome: SolveOutcome | None = None
         self.disposed = False
@@ -125,11 +135,14 @@ def creation_bounds(vtype: str, lb: float, ub: float) -> tuple[float, float]:
     if vtype == "C" or vtype == "S" or lb == ub:
         return lb, ub
     if math.isfinite(lb):
-        lb = float(math.ceil(lb - INTEGER_ROUNDING))
+        shifted = lb - INTEGER_ROUNDING
+        lb = float(math.ceil(shifted))
+        if lb == 0.0 and shifted < 0.0:
+            lb = -0.0  # C's ceil keeps the sign: gurobipy reports -0.0 here
     if math.isfinite(ub):
         ub = float(math.floor(ub + INTEGER_ROUNDING))
     if vtype == "B":
-        lb, ub = max(lb, 0.0), min(ub, 1.0)
+        lb, ub = (lb if lb > 0.0 else 0.0), min(ub, 1.0)
     return lb, ub
 
 

@@ -190,7 +190,7 @@ def support(category: str, name: str) -> str:
             return "yes"
         return "NotImplementedError" if name in _facts.MODULE_NAMES else "not gurobipy"
     if category == "method":
-        if any(name in vars(cls) for cls in _LAYER_CLASSES):
+        if any(name in vars(base) for cls in _LAYER_CLASSES for base in cls.__mro__ if base is not object):
             return "yes"
         return "NotImplementedError"
     if category == "attribute":
@@ -202,8 +202,8 @@ def support(category: str, name: str) -> str:
             return "unknown parameter (GurobiError, as gurobipy)"
         if name in _params.HIGHS_OPTIONS:
             return f"yes (HiGHS `{_params.HIGHS_OPTIONS[name]}`)"
-        if name in _params.RESULT_CHANGING:
-            return "refused at optimize (NotImplementedError)"
+        if name in _params.SOLVE_RULES:
+            return f"yes ({_params.SOLVE_RULES[name]})"
         if name in ("OutputFlag", "LogToConsole", "LogFile", "Presolve", "Method"):
             return "yes"
         return "accepted, no effect (tunes Gurobi's own algorithm)"

@@ -329,7 +329,7 @@ class Execution(Record):
     as a documented fallback for programs whose library the hooks do not cover.
     ``isolation`` names the isolation level in force (``bwrap``, ``unshare``, ``rlimits``).
     ``gurobi`` names the gurobipy implementation the program saw, with its version
-    (``"gurobipy 13.0.3"``, ``"gurobipy_highs 1.0"`` for the licence-free layer; ``"compat"`` in
+    (``"gurobipy 13.0.3"``, ``"gurobipy_highs 1.1"`` for the licence-free layer; ``"compat"`` in
     samples recorded before the layer had its own name), or ``None`` if it never imported
     gurobipy. ``bindings`` and
     ``called_sys_exit`` let the ``trex-compat`` rule reproduce the reference wrapper's model

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -74,6 +75,7 @@ class ProgramRun:
     written: dict[str, str]
     stdout: str
     stderr: str
+    needs_gurobi_events: tuple[str, ...] = ()
 
     @property
     def not_implemented(self) -> bool:
@@ -103,6 +105,7 @@ def _read_run(job: ProgramJob, workdir: Path) -> ProgramRun:
         written=written,
         stdout=stdout,
         stderr=stderr,
+        needs_gurobi_events=tuple(data.get("needs_gurobi_events", ())),
     )
 
 
@@ -147,6 +150,36 @@ def run_programs(
                     f"program driver failed ({process.returncode}): {err.decode(errors='replace')}"
                 )
         return {job.key: _read_run(job, workdir) for job, workdir in zip(jobs, workdirs, strict=True)}
+
+
+def run_both(jobs: Sequence[ProgramJob]) -> tuple[dict[str, ProgramRun], dict[str, ProgramRun]]:
+    """Every job under real gurobipy and under the layer (checking that each side got its own)."""
+    real = run_programs(jobs, flavour="real")
+    layer = run_programs(jobs, flavour="highs")
+    assert all(not run.highs for run in real.values()), "the reference side must use real gurobipy"
+    assert all(run.highs for run in layer.values()), "the other side must import gurobipy_highs"
+    return real, layer
+
+
+_LICENCE_LINE = re.compile(r"^Restricted license.*\n", re.MULTILINE)
+
+
+def divergence(reference: ProgramRun, layer: ProgramRun) -> str | None:
+    """How the layer's run differs from real gurobipy's (``None`` when it does not): the
+    exception that ended it, the model's status and objective (the project's rule; equal
+    infinities match) and the printed output."""
+    if reference.error_type != layer.error_type:
+        return f"ended with {layer.error_type} ({layer.error}), gurobipy with {reference.error_type}"
+    if reference.status != layer.status:
+        return f"status {layer.status}, gurobipy {reference.status}"
+    ref, got = reference.objval, layer.objval
+    if (ref is None) != (got is None):
+        return f"ObjVal {got}, gurobipy {ref}"
+    if ref is not None and got is not None and ref != got and not objectives_match(got, ref):
+        return f"ObjVal {got}, gurobipy {ref}"
+    if _LICENCE_LINE.sub("", reference.stdout) != _LICENCE_LINE.sub("", layer.stdout):
+        return f"printed\n{layer.stdout}\ngurobipy printed\n{reference.stdout}"
+    return None
 
 
 # --------------------------------------------------------------------------- benchmark programs

@@ -57,11 +57,13 @@ def test_support_verdicts(coverage: ModuleType) -> None:
     assert coverage.support("method", "addVars") == "yes"
     assert coverage.support("method", "computeIIS") == "NotImplementedError"
     assert coverage.support("module", "quicksum") == "yes"
-    assert coverage.support("module", "MVar") == "NotImplementedError"
+    assert coverage.support("module", "MVar") == "yes"
+    assert coverage.support("module", "NLExpr") == "NotImplementedError"
     assert coverage.support("attribute", "ObjVal") == "yes"
     assert coverage.support("attribute", "IISConstr") == "NotImplementedError"
     assert coverage.support("parameter", "TimeLimit") == "yes (HiGHS `time_limit`)"
-    assert coverage.support("parameter", "Cutoff").startswith("refused")
+    assert coverage.support("parameter", "Cutoff").startswith("yes (an optimum worse than the cutoff")
+    assert coverage.support("method", "getAttr") == "yes"  # a method of a Model mixin
     assert coverage.support("parameter", "Heuristics").startswith("accepted")
     assert coverage.support("constant", "GRB.Status.OPTIMAL") == "yes (real value)"
 

@@ -102,15 +102,15 @@ def test_a_caught_needs_gurobi_error_is_still_recorded() -> None:
     ("action", "api"),
     [
         (lambda m, x: m.computeIIS(), "Model.computeIIS"),
-        (lambda m, x: m.optimize(lambda model, where: None), "callbacks"),
+        (lambda m, x: m.tune(), "Model.tune"),
         (lambda m, x: x / x, "nonlinear"),
         (lambda m, x: x**3, "nonlinear"),
-        (lambda m, x: m.addMVar(3), "matrix API"),
-        (lambda m, x: m.setObjectiveN(x, 0), "multiple objectives"),
+        (lambda m, x: __import__("numpy").array([1.0, 2.0]) * x, "matrix API"),
+        (lambda m, x: m.fixed(), "Model.fixed"),
         (lambda m, x: m.addGenConstrExp(x, x), "Model.addGenConstrExp"),
         (lambda m, x: gp.read("model.lp"), "gurobipy.read"),
         (lambda m, x: m.feasRelaxS(0, False, False, True), "Model.feasRelaxS"),
-        (lambda m, x: x.Xn, "Var.Xn"),
+        (lambda m, x: x.VBasis, "Var.VBasis"),
         (lambda m, x: m.write("model.ilp"), ".ilp"),
         (lambda m, x: gp.Batch, "gurobipy.Batch"),
     ],
@@ -125,13 +125,22 @@ def test_unsupported_gurobipy_api_raises_a_named_not_implemented_error(action: o
     assert api in str(caught.value)
 
 
-def test_result_changing_parameters_are_refused_at_optimize() -> None:
+def test_cutoff_turns_a_worse_optimum_into_status_cutoff() -> None:
+    """max x, x <= 3: a cutoff of 4 cannot be reached (status CUTOFF with SolCount 0 — an LP
+    keeps its solution, a MIP reports an infinite ObjVal, as gurobipy 13 does); a cutoff of 3 is
+    met by the optimum itself."""
     model = _quiet_model()
     x = model.addVar(ub=3, name="x")
     model.setObjective(x, GRB.MAXIMIZE)
-    model.Params.Cutoff = 1.0
-    with pytest.raises(gp.CompatNotImplementedError, match="Cutoff"):
-        model.optimize()
+    model.Params.Cutoff = 4.0
+    model.optimize()
+    assert (model.Status, model.SolCount, model.ObjVal) == (GRB.CUTOFF, 0, 3.0)
+    x.VType = GRB.INTEGER
+    model.optimize()
+    assert (model.Status, model.SolCount, model.ObjVal) == (GRB.CUTOFF, 0, -math.inf)
+    model.Params.Cutoff = 3.0
+    model.optimize()
+    assert model.Status == GRB.OPTIMAL and model.ObjVal == 3.0
 
 
 def test_names_real_gurobipy_lacks_raise_attribute_error_like_it() -> None:
