@@ -22,7 +22,7 @@ OFFLINE = (
     "trex-eval models",
     "trex-eval benchmarks list",
     "trex-eval benchmarks show b4o-feasible BENCH4OPT_2 --prompt",
-    "trex-eval leaderboard results/* --html results/report.html",
+    "trex-eval report results/* --out results/report.html",
     "trex-eval grade results/<run-id> --rule rel:1e-6",
     "trex-eval rules",
 )
@@ -109,7 +109,7 @@ def test_readme_quickstart_runs_verbatim_in_a_fresh_clone(tmp_path: Path, data_d
     assert max(len(line) for line in run.splitlines() if not line.startswith("full summary:")) <= 80
     assert "reference" in outputs["trex-eval models"].stdout
     assert "BENCH4OPT_2" in outputs["trex-eval benchmarks show b4o-feasible BENCH4OPT_2"].stdout
-    board = outputs["trex-eval leaderboard"]
+    board = outputs["trex-eval report"]
     assert "skipping results/published: not a run directory" in board.stderr
     assert (clone / "results" / "report.html").is_file()
     assert "stored executions reused" in outputs["trex-eval grade"].stdout

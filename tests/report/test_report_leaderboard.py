@@ -111,7 +111,13 @@ class TestTable:
             "unverified_samples",
         ]
         groups = [f"{name}.{field}" for name in sorted(pr.BENCHMARKS) for field in fields]
-        macro = ["macro.pass@1_pct", "macro.ci95_low_pct", "macro.ci95_high_pct", "macro.over"]
+        macro = [
+            "macro.pass@1_pct",
+            "macro.ci95_low_pct",
+            "macro.ci95_high_pct",
+            "macro.over",
+            "macro.interval",
+        ]
         assert columns == run_columns + groups + macro
         # the recorded identity is the manifest's, cell by cell
         frame = leaderboard_frame(board).set_index("model")
@@ -229,13 +235,18 @@ class TestTerminal:
         assert max(len(line) for line in lines if not line.startswith("leaderboard CSV: ")) <= 80
         mixed = leaderboard_from_dirs([broken_dir, reference_dir, compat_dir])
         assert len(mixed.macro_columns) > 1
+        over = {macro.label: "+".join(macro.over) for macro in mixed.macro_columns}
+        squeezed = ["".join(line.split()) for line in lines]
         for row in mixed.rows:
-            start = next(
-                i
-                for i, line in enumerate(lines)
-                if line.strip() == f"#{row.rank} in {row.macro_column}  {row.label}"
+            # The section row may fold over a few lines at 80 columns: compare without whitespace.
+            wanted = "".join(f"#{row.rank} of runs over {over[row.macro_column or '']}  {row.label}".split())
+            _, end = next(
+                (i, i + k)
+                for i in range(len(lines))
+                for k in range(1, 12)
+                if "".join(squeezed[i : i + k]) == wanted
             )
-            block = lines[start + 1 : start + 1 + len(row.cells)]
+            block = lines[end : end + len(row.cells)]
             for label in row.cells:
                 bench = row.cell(label)
                 assert bench is not None
