@@ -371,18 +371,22 @@ def _comparison_section(comparison: Comparison) -> list[str]:
     return lines
 
 
+def cell_marks(bench: BenchmarkSummary) -> str:
+    """The marks after a benchmark's pass@1: environment failures, missing samples, small n."""
+    return (
+        (ENVIRONMENT_MARK if bench.environment_failures else "")
+        + (MISSING_MARK if bench.missing_samples else "")
+        + (SMALL_N_MARK if bench.small_n else "")
+    )
+
+
 def score_parts(bench: BenchmarkSummary | None) -> tuple[str, str]:
     """A leaderboard cell in two parts: ``pass@1`` with its marks (``†`` environment failures,
     ``‡`` missing samples), and ``[low, high] n=N``; ``("–", "")`` for no such benchmark."""
     if bench is None:
         return "–", ""
-    marks = (
-        (ENVIRONMENT_MARK if bench.environment_failures else "")
-        + (MISSING_MARK if bench.missing_samples else "")
-        + (SMALL_N_MARK if bench.small_n else "")
-    )
     return (
-        f"{percent(bench.pass_at_1)}{marks}",
+        f"{percent(bench.pass_at_1)}{cell_marks(bench)}",
         f"[{percent(bench.ci_low)}, {percent(bench.ci_high)}] n={bench.problems}",
     )
 

@@ -18,7 +18,8 @@ from rich.table import Table
 from trex_eval.report.compare import ComparisonSet
 from trex_eval.report.leaderboard import Leaderboard
 from trex_eval.report.markdown import ENVIRONMENT_MARK, MISSING_MARK, SMALL_N_MARK
-from trex_eval.report.summary import BenchmarkSummary, RunSummary, percent
+from trex_eval.report.markdown import cell_marks as _marks
+from trex_eval.report.summary import RunSummary, percent
 
 
 def _table(caption: str) -> Table:
@@ -27,14 +28,6 @@ def _table(caption: str) -> Table:
     table.add_column("benchmark", overflow="fold", min_width=9)
     table.add_column("n", justify="right")
     return table
-
-
-def _marks(bench: BenchmarkSummary) -> str:
-    return (
-        (ENVIRONMENT_MARK if bench.environment_failures else "")
-        + (MISSING_MARK if bench.missing_samples else "")
-        + (SMALL_N_MARK if bench.small_n else "")
-    )
 
 
 def _macro_mark(summary: RunSummary) -> str:

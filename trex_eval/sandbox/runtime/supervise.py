@@ -225,10 +225,10 @@ def watch(pid: int, pidfd: int, limits: dict[str, Any], how: Watch) -> Watched:
             if poller.poll(max(timeout, 0.001) * 1000):
                 # A program quicker than one tick can write past the cap before it is looked at:
                 # the cap holds at exit too, so the verdict never depends on the watcher's timing.
-                if sum(os.fstat(fd).st_size for fd in how.outputs) > output_cap:
+                if _written(how.outputs) > output_cap:
                     killed_for = "output"
                 break
-            if sum(os.fstat(fd).st_size for fd in how.outputs) > output_cap:
+            if _written(how.outputs) > output_cap:
                 killed_for = "output"
             elif how.count_processes and len(descendants(pid)) + 1 > max_processes:
                 killed_for = "processes"
@@ -238,6 +238,11 @@ def watch(pid: int, pidfd: int, limits: dict[str, Any], how: Watch) -> Watched:
             _kill(pidfd, pid, sweep=how.sweep)
             break
     return Watched(time.monotonic() - start, sampler.starved_s, sampler.cpu_s, killed_for)
+
+
+def _written(outputs: tuple[int, int]) -> int:
+    """Bytes the job wrote to its stdout and stderr files."""
+    return sum(os.fstat(fd).st_size for fd in outputs)
 
 
 def _used(paths: tuple[str, ...]) -> int:
