@@ -30,7 +30,7 @@ run directory the share of ``correct`` verdicts backed by a harness re-solve ("m
 share of all passing claims (correct + unverified) that were verified, with what stayed
 unverified and why.
 
-    TREX_DATA_DIR=... python scripts/bench_grading.py [--rounds 3] [--lanes 2] [--benchmark b4o-feasible]
+    python scripts/bench_grading.py [--rounds 3] [--lanes 2] [--benchmark b4o-feasible]
         [--no-ceiling]
 """
 
@@ -53,6 +53,7 @@ from pathlib import Path
 
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
+from trex_eval.benchmarks.data import resolve_data_dir
 from trex_eval.extract import extract
 from trex_eval.records import Completion, Execution, ObjectiveReference, Problem, SolveRecord
 from trex_eval.sandbox import verify
@@ -302,7 +303,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--no-ceiling", action="store_true", help="skip the bare fork ceiling (c)")
     args = parser.parse_args()
-    data_dir = args.data_dir or Path(os.environ["TREX_DATA_DIR"])
+    data_dir = resolve_data_dir(args.data_dir)
     programs = _programs(args.benchmark, data_dir)
     print(f"{len(programs)} {args.benchmark} reference programs, {args.lanes} lanes, {os.cpu_count()} CPUs")
     scratch = Path(tempfile.mkdtemp(prefix="bench-grading-"))

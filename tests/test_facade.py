@@ -24,12 +24,17 @@ EXPORTS = [
     "Grade",
     "GraderKind",
     "GradingError",
+    "InlineProblem",
     "LinearModel",
     "ObjectiveEvidence",
     "ObjectiveReference",
     "Problem",
+    "ProblemKey",
     "Program",
     "Prompt",
+    "RewardRecord",
+    "RewardRequest",
+    "RewardScorer",
     "RunOptions",
     "RunResult",
     "RunSpec",
@@ -37,6 +42,7 @@ EXPORTS = [
     "SamplingParams",
     "SandboxError",
     "SandboxLimits",
+    "ScorerSettings",
     "SolveRecord",
     "SolveStatus",
     "StoreError",
@@ -61,6 +67,10 @@ HOMES = {
     "get_rule": "trex_eval.grading",
     "get_protocol": "trex_eval.protocols",
     "__version__": "trex_eval._version",
+    **dict.fromkeys(
+        ["InlineProblem", "ProblemKey", "RewardRecord", "RewardRequest", "RewardScorer", "ScorerSettings"],
+        "trex_eval.reward",
+    ),
 }
 
 

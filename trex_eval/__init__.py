@@ -57,6 +57,12 @@ if TYPE_CHECKING:
     from trex_eval.records import StructureReference as StructureReference
     from trex_eval.records import Usage as Usage
     from trex_eval.records import Verdict as Verdict
+    from trex_eval.reward import InlineProblem as InlineProblem
+    from trex_eval.reward import ProblemKey as ProblemKey
+    from trex_eval.reward import RewardRecord as RewardRecord
+    from trex_eval.reward import RewardRequest as RewardRequest
+    from trex_eval.reward import RewardScorer as RewardScorer
+    from trex_eval.reward import ScorerSettings as ScorerSettings
     from trex_eval.run.pipeline import RunResult as RunResult
     from trex_eval.run.pipeline import run as evaluate
     from trex_eval.run.spec import RunOptions as RunOptions
@@ -98,6 +104,8 @@ _ERRORS = (
     "TrexError",
 )
 
+_REWARD = ("InlineProblem", "ProblemKey", "RewardRecord", "RewardRequest", "RewardScorer", "ScorerSettings")
+
 # public name -> its home module, imported on first use
 _HOMES: dict[str, str] = {
     **dict.fromkeys(_RECORDS, "trex_eval.records"),
@@ -105,6 +113,7 @@ _HOMES: dict[str, str] = {
     "RunOptions": "trex_eval.run.spec",
     "RunResult": "trex_eval.run.pipeline",
     "RunSpec": "trex_eval.run.spec",
+    **dict.fromkeys(_REWARD, "trex_eval.reward"),
     "get_protocol": "trex_eval.protocols",
     "get_rule": "trex_eval.grading",
     "load_benchmark": "trex_eval.benchmarks",
@@ -124,12 +133,17 @@ __all__ = [
     "Grade",
     "GraderKind",
     "GradingError",
+    "InlineProblem",
     "LinearModel",
     "ObjectiveEvidence",
     "ObjectiveReference",
     "Problem",
+    "ProblemKey",
     "Program",
     "Prompt",
+    "RewardRecord",
+    "RewardRequest",
+    "RewardScorer",
     "RunOptions",
     "RunResult",
     "RunSpec",
@@ -137,6 +151,7 @@ __all__ = [
     "SamplingParams",
     "SandboxError",
     "SandboxLimits",
+    "ScorerSettings",
     "SolveRecord",
     "SolveStatus",
     "StoreError",

@@ -22,10 +22,12 @@ from trex_eval.cli import (
     catalogue_cmd,
     compare_cmd,
     data_cmd,
+    export_cmd,
     grade_cmd,
     leaderboard_cmd,
     report_cmd,
     run_cmd,
+    serve_cmd,
 )
 from trex_eval.cli._common import describe_os_error, err, out
 from trex_eval.cli.finish import EXIT_USER_ERROR
@@ -54,6 +56,8 @@ catalogue_cmd.register(app)
 app.command("leaderboard")(leaderboard_cmd.leaderboard)
 app.command("compare")(compare_cmd.compare)
 app.command("report")(report_cmd.report)
+app.command("serve")(serve_cmd.serve)
+app.command("export-rl")(export_cmd.export_rl)
 
 
 def _type_of_valued_options(self: TyperOption, ctx: Any) -> str | None:

@@ -14,7 +14,7 @@ from .base import Deadline, OutOfTime, Resolve, Unsolvable
 from .gurobi import gurobi_available, solve_gurobi
 from .highs import HIGHS_QP_MAX_COLUMNS, solve_highs
 from .scip import solve_scip
-from .views import ModelView, convex_objective, model_view, size_problem, view_key
+from .views import ModelView, convex_objective, model_view, raw_key, size_problem, view_key
 
 CACHE_MAX_ENTRIES = 20_000
 """Models with at most this many variables + nonzeros + quadratic terms have their verdict
@@ -100,6 +100,26 @@ class _Memo:
         self.lock = threading.Lock()
         self.done: OrderedDict[tuple[bytes, bool], Resolve] = OrderedDict()
         self.running: dict[tuple[bytes, bool], threading.Event] = {}
+        self.by_text: OrderedDict[tuple[bytes, bool], tuple[bool, Resolve]] = OrderedDict()
+        """Verdicts (with the view's tolerance class) by :func:`~.views.raw_key`: a model seen
+        before, word for word, skips building its view."""
+
+    def recall(self, key: tuple[bytes, bool]) -> tuple[bool, Resolve] | None:
+        """What :meth:`note` kept for ``key``, or None."""
+        with self.lock:
+            found = self.by_text.get(key)
+            if found is not None:
+                self.by_text.move_to_end(key)
+            return found
+
+    def note(self, key: tuple[bytes, bool], integral: bool, result: Resolve) -> None:
+        """Keep ``result`` for ``key`` unless it ran out of time (as :meth:`get` does)."""
+        if result.status is SolveStatus.TIME_LIMIT:
+            return
+        with self.lock:
+            self.by_text[key] = (integral, result)
+            while len(self.by_text) > self.size:
+                self.by_text.popitem(last=False)
 
     def get(
         self, key: tuple[bytes, bool], compute: Callable[[], Resolve], *, timeout_s: float | None = None
@@ -141,6 +161,7 @@ class _Memo:
     def clear(self) -> None:
         with self.lock:
             self.done.clear()
+            self.by_text.clear()
 
 
 _MEMO = _Memo(CACHE_SIZE)
@@ -209,9 +230,18 @@ def verify_solve(
     model = solve.model
     assert model is not None
     gurobi = solve.library == "gurobipy" if prefer_gurobi is None else prefer_gurobi
+    text = raw_key(model)
+    memo_key = None if text is None else (text, gurobi and gurobi_available())
     try:
-        view = model_view(model, deadline)
-        result = _remembered(view, prefer_gurobi=gurobi, deadline=deadline)
+        seen = None if memo_key is None else _MEMO.recall(memo_key)
+        if seen is None:
+            view = model_view(model, deadline)
+            result = _remembered(view, prefer_gurobi=gurobi, deadline=deadline)
+            integral = view.integral or view.quadratic  # the MIP/quadratic tolerance
+            if memo_key is not None:
+                _MEMO.note(memo_key, integral, result)
+        else:
+            integral, result = seen
     except OutOfTime as error:
         return solve.model_copy(
             update={"verification": f"skipped: {error}"[:300], "verified_by": error.solver}
@@ -229,7 +259,6 @@ def verify_solve(
                 "verified_by": result.solver,
             }
         )
-    integral = view.integral or view.quadratic  # the MIP/quadratic tolerance
     if solve.status is SolveStatus.OPTIMAL:
         agrees = (
             result.status is SolveStatus.OPTIMAL

@@ -231,6 +231,39 @@ def empty_verdict(view: ModelView, solver: str) -> Resolve:
     return Resolve(SolveStatus.INFEASIBLE, None, "empty model", solver)
 
 
+RAW_KEY_MAX_ENTRIES = 4_000
+"""Models up to this many variables + nonzeros + quadratic terms are also remembered by their
+captured text (:func:`raw_key`), which spares a repeated model its view (~0.3 ms for a tiny one)."""
+
+
+def raw_key(model: LinearModel) -> bytes | None:
+    """A digest of the exact captured values a view is built from (``repr`` of a float is exact),
+    names left out; None for a model over :data:`RAW_KEY_MAX_ENTRIES` (its view is cheaper to key
+    than its text). Two models with one key build one view. O(size), no NumPy."""
+    quadratic = sum(len(row.linear) + len(row.quadratic) for row in model.q_constraints)
+    if len(model.obj) + len(model.a_val) + len(model.q_obj) + quadratic > RAW_KEY_MAX_ENTRIES:
+        return None
+    rows = tuple((row.lower, row.upper, row.linear, row.quadratic) for row in model.q_constraints)
+    text = repr(
+        (
+            model.sense,
+            model.objective_constant,
+            model.obj,
+            model.lb,
+            model.ub,
+            model.vtype,
+            model.row_lower,
+            model.row_upper,
+            model.a_row,
+            model.a_col,
+            model.a_val,
+            model.q_obj,
+            rows,
+        )
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
 def view_key(view: ModelView) -> bytes:
     """A digest of everything a re-solve reads (sense, constant, sizes, types, bounds, the summed
     matrix, the quadratic terms), without names: two views with one key are one problem. O(size

@@ -1,0 +1,98 @@
+"""Reading the problem a trainer's dataset row points at, in the forms the adapters receive.
+
+A training dataset exported by ``trex-eval export-rl`` carries the key of each row's problem as
+JSON (``{"benchmark": ..., "problem_id": ...}``) in a ``reward key`` column; a hand-made dataset
+may instead carry ``benchmark`` and ``problem_id`` columns, or a reference value for an inline
+problem. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from trex_eval.errors import ConfigError
+from trex_eval.reward.records import InlineProblem, ProblemKey
+
+REWARD_KEY = "trex_problem"
+"""The dataset column (and ``extra_info`` / label field) holding a row's problem as JSON."""
+
+
+def problem_from(value: Any, *, where: str) -> ProblemKey | InlineProblem:
+    """The problem ``value`` names: a :class:`ProblemKey` or :class:`InlineProblem`, a mapping or
+    JSON text of one, or a bare number (an inline problem whose optimum is that number).
+
+    Raises:
+        ConfigError: ``value`` names no problem (``where`` says which column or field held it).
+    """
+    if isinstance(value, ProblemKey | InlineProblem):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return InlineProblem(value=float(value))
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ConfigError(
+                f"{where}: {value[:80]!r} is not JSON naming a problem",
+                hint='give {"benchmark": NAME, "problem_id": ID}, or {"value": OPTIMUM} (inline)',
+            ) from None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return InlineProblem(value=float(value))
+    if isinstance(value, Mapping):
+        model: type[ProblemKey] | type[InlineProblem] = ProblemKey if "benchmark" in value else InlineProblem
+        try:
+            return model.model_validate(dict(value))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "(row)"
+            raise ConfigError(f"{where}: field {field}: {first['msg']}") from None
+    raise ConfigError(
+        f"{where}: a {type(value).__name__} names no problem",
+        hint=f'give a "{REWARD_KEY}" column holding {{"benchmark": NAME, "problem_id": ID}}',
+    )
+
+
+def problems_from_columns(count: int, columns: Mapping[str, Any]) -> list[ProblemKey | InlineProblem]:
+    """The problems of ``count`` rows from a trainer's dataset columns (lists, one value per
+    row): :data:`REWARD_KEY`, else ``benchmark`` + ``problem_id``.
+
+    Raises:
+        ConfigError: neither form is there, or a column's length is not ``count``.
+    """
+    if REWARD_KEY in columns:
+        values = _column(columns, REWARD_KEY, count)
+        return [problem_from(value, where=f"column {REWARD_KEY}, row {i}") for i, value in enumerate(values)]
+    if "benchmark" in columns and "problem_id" in columns:
+        benchmarks = _column(columns, "benchmark", count)
+        ids = _column(columns, "problem_id", count)
+        return [ProblemKey(benchmark=str(b), problem_id=str(p)) for b, p in zip(benchmarks, ids, strict=True)]
+    raise ConfigError(
+        f"the dataset rows name no problem (columns: {', '.join(sorted(columns)) or 'none'})",
+        hint=f"add a '{REWARD_KEY}' column (`trex-eval export-rl` writes one), or 'benchmark' and "
+        "'problem_id' columns",
+    )
+
+
+def _column(columns: Mapping[str, Any], name: str, count: int) -> list[Any]:
+    values = list(columns[name])
+    if len(values) != count:
+        raise ConfigError(f"column {name} has {len(values)} values for {count} completions")
+    return values
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion as trainers pass it: a string, or a conversation (a list of
+    ``{"role", "content"}`` messages, the last assistant message's content being the answer)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list | tuple):
+        for message in reversed(completion):
+            if isinstance(message, Mapping) and message.get("role", "assistant") == "assistant":
+                content = message.get("content", "")
+                return content if isinstance(content, str) else str(content)
+        return ""
+    raise ConfigError(f"a completion of type {type(completion).__name__} is neither text nor messages")

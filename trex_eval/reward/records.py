@@ -1,0 +1,75 @@
+"""The records of the reward seam: what a trainer asks (:class:`RewardRequest`) and what it gets
+back (:class:`RewardRecord`), one per rollout. Frozen and JSON-ready: the reward server sends them
+as they are, and a reward log is one :class:`RewardRecord` per line."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from trex_eval.records import ExecStatus, SolveStatus, Verdict
+from trex_eval.text import Text, Unicode
+from trex_eval.vocabulary import Record
+
+
+class ProblemKey(Record):
+    """A problem of a shipped or BYO benchmark: ``benchmark`` as ``trex-eval run --benchmark``
+    takes it (a registered name or a YAML path), ``problem_id`` as its rows name it."""
+
+    benchmark: str
+    problem_id: str
+
+
+class InlineProblem(Record):
+    """A problem given in the request itself, graded by an objective rule against ``value``.
+
+    ``value`` is the optimal objective (None with ``status`` ``infeasible``/``unbounded``);
+    ``files`` are placed in the program's working directory, name -> text; ``problem_id`` only
+    names it in records and logs.
+    """
+
+    problem_id: str = "inline"
+    question: Unicode = ""
+    value: float | None
+    status: SolveStatus = SolveStatus.OPTIMAL
+    files: dict[str, str] = Field(default_factory=dict)
+
+
+class RewardRequest(Record):
+    """One rollout to score: the model's whole answer (``completion``, code fences and prose
+    included, as a chat model returns it) for ``problem``."""
+
+    problem: ProblemKey | InlineProblem
+    completion: Unicode
+
+
+class RewardTimings(Record):
+    """Wall seconds of one rollout's stages (``execute_s``: in the sandbox, queueing for a lane
+    included; ``grade_s``: the rule and any re-solve of the captured model)."""
+
+    extract_s: float = 0.0
+    execute_s: float = 0.0
+    grade_s: float = 0.0
+    total_s: float = 0.0
+
+
+class RewardRecord(Record):
+    """The reward of one rollout and everything that decided it.
+
+    ``reward`` is the policy's value (``policy``: ``name@version``); ``verdict``, ``reason`` and
+    ``rule`` (``name@version``) are the grade as a run would store it; ``stage`` is the furthest
+    stage the rollout reached (``no_code``, ``format``, ``executes``, ``feasible``, ``correct``);
+    ``status`` is the sandbox's execution status (None when nothing ran).
+    """
+
+    benchmark: str
+    problem_id: str
+    reward: float
+    verdict: Verdict
+    reason: Text
+    rule: str
+    policy: str
+    stage: str
+    status: ExecStatus | None = None
+    objective: float | None = None
+    """The harness's re-derived objective of the last solve, where it re-solved it."""
+    timings: RewardTimings = RewardTimings()

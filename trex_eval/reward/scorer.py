@@ -1,0 +1,335 @@
+"""The verified grader as a reward function: score batches of (problem, completion) rollouts.
+
+:class:`RewardScorer` holds one warm sandbox pool and the benchmarks it was asked for, and grades
+each rollout exactly as a run grades a sample (the benchmark's protocol, extractor, limits and
+rule; every pass re-derived by the harness's own re-solve), then pays it by a named policy
+(:mod:`.policy`). It is safe to share: :meth:`score` may be called from many threads at once,
+and :meth:`ascore` from any event loop; a batch's rollouts run concurrently on the pool's lanes.
+
+Programs never see the answers: the data directory, the pinned source repositories and the
+folder of every benchmark named at start-up are hidden from the sandbox. A problem key naming a
+benchmark that was not named at start-up is loaded on first use only when its files lie in a
+hidden folder already (a shipped benchmark); otherwise the call fails and says to name it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from trex_eval.benchmarks import load_benchmark
+from trex_eval.benchmarks.data import resolve_data_dir, sources_root
+from trex_eval.errors import ConfigError, DataError
+from trex_eval.extract import extract
+from trex_eval.grading import ObjectiveRule, rule_for
+from trex_eval.protocols.plan import EvaluationPlan, plan_for
+from trex_eval.records import (
+    Completion,
+    ExecStatus,
+    Execution,
+    Grade,
+    GraderKind,
+    ObjectiveReference,
+    Problem,
+    Program,
+    SandboxLimits,
+    Verdict,
+)
+from trex_eval.reward.policy import RewardPolicy, get_policy
+from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest, RewardTimings
+from trex_eval.run.session import ReferenceModels
+from trex_eval.sandbox import Job, SandboxPool
+from trex_eval.sandbox.verify import verify_last_solve
+
+INLINE_BENCHMARK = "inline"
+"""The ``benchmark`` of records of :class:`~.records.InlineProblem` requests."""
+
+
+@dataclass(frozen=True)
+class ScorerSettings:
+    """What a :class:`RewardScorer` grades by.
+
+    ``policy``: a reward policy spec (:mod:`.policy`); ``protocol``: the grading protocol of
+    benchmark rows (``default``, ``trex-compat``, ...); ``rule``: an objective rule spec overriding
+    the benchmarks' own (and the rule of inline problems, default ``strict``); ``benchmarks``:
+    benchmarks loaded (and whose folders are hidden) at start-up; ``data_dir``: as ``--data-dir``
+    (None: the usual search); ``workers``: sandbox lanes; ``isolation``: as ``--isolation``.
+    """
+
+    policy: str = "binary"
+    protocol: str = "default"
+    rule: str | None = None
+    benchmarks: tuple[str, ...] = ()
+    data_dir: Path | None = None
+    workers: int = 2
+    isolation: str = "auto"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One problem ready to grade: its plan (benchmark rows) or its rule (inline problems)."""
+
+    benchmark: str
+    problem: Problem
+    plan: EvaluationPlan | None
+    rule: ObjectiveRule | None = None
+
+    @property
+    def rule_spec(self) -> str:
+        """``name@version`` of the rule that grades it."""
+        if self.plan is not None:
+            return self.plan.rule.spec
+        assert self.rule is not None
+        return self.rule.spec
+
+
+class RewardScorer:
+    """Scores rollouts; see the module docstring. Start it (``with``, ``async with`` or
+    :meth:`start`) before scoring: starting the sandbox pool takes a few seconds.
+
+    Raises (from the constructor): ConfigError for an unknown policy or rule.
+    """
+
+    def __init__(self, settings: ScorerSettings | None = None) -> None:
+        self.settings = settings or ScorerSettings()
+        self.policy: RewardPolicy = get_policy(self.settings.policy)
+        inline_rule = rule_for(GraderKind.OBJECTIVE, self.settings.rule or "strict")
+        assert isinstance(inline_rule, ObjectiveRule)
+        self._inline_rule: ObjectiveRule = inline_rule
+        self._lock = threading.Lock()
+        self._plans: dict[str, tuple[EvaluationPlan, dict[str, Problem]]] = {}
+        self._hidden: tuple[Path, ...] = ()
+        self._references = ReferenceModels()
+        self._pool: SandboxPool | None = None
+        self._data_dir: Path | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> RewardScorer:
+        """Load the named benchmarks and start the sandbox pool (idempotent).
+
+        Raises:
+            DataError, BenchmarkError: the data or a named benchmark cannot be found or read.
+        """
+        with self._lock:
+            if self._pool is not None:
+                return self
+            self._data_dir = self._find_data_dir()
+            hidden = [] if self._data_dir is None else [self._data_dir, sources_root(self._data_dir)]
+            for name in self.settings.benchmarks:
+                plan, _ = self._load(name)
+                hidden.append(plan.benchmark.root)
+            self._hidden = tuple(dict.fromkeys(path.resolve() for path in hidden))
+            pool = SandboxPool(
+                limits=SandboxLimits(),
+                workers=self.settings.workers,
+                verify=False,  # judged below, as a run does: only where the verdict hangs on it
+                isolation=self.settings.isolation,  # type: ignore[arg-type]
+                hidden=tuple(str(path) for path in self._hidden),
+            )
+            pool.start()
+            self._pool = pool
+        return self
+
+    def close(self) -> None:
+        """Stop the sandbox pool (idempotent)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def __enter__(self) -> RewardScorer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> RewardScorer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.close)
+
+    def describe(self) -> dict[str, object]:
+        """What scores (for manifests and the server's health answer)."""
+        pool = self._pool
+        return {
+            "policy": self.policy.spec,
+            "protocol": self.settings.protocol,
+            "rule_override": self.settings.rule,
+            "inline_rule": self._inline_rule.spec,
+            "benchmarks": {name: plan.rule.spec for name, (plan, _) in sorted(self._plans.items())},
+            "sandbox": pool.describe() if pool is not None else None,
+        }
+
+    # ------------------------------------------------------------------ scoring
+
+    def score(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
+        """One record per request, in order; blocks until all are graded.
+
+        Raises:
+            ConfigError: called from a running event loop (use :meth:`ascore`), or a request names
+                an unknown benchmark or problem.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ascore(requests))
+        raise ConfigError(
+            "RewardScorer.score was called inside a running event loop",
+            hint="await scorer.ascore(requests) there instead",
+        )
+
+    async def ascore(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
+        """:meth:`score` for asyncio code: the rollouts run concurrently."""
+        targets = [self.target(request.problem) for request in requests]  # fail before running any
+        return list(
+            await asyncio.gather(
+                *(
+                    self.score_target(target, request.completion)
+                    for target, request in zip(targets, requests, strict=True)
+                )
+            )
+        )
+
+    async def score_target(self, target: Target, text: str) -> RewardRecord:
+        """The record of one rollout answering ``target`` (from :meth:`target`)."""
+        pool = self._pool
+        if pool is None:
+            raise ConfigError(
+                "the reward scorer is not started", hint="use `with RewardScorer(...)` or call start()"
+            )
+        started = time.perf_counter()
+        completion = Completion(problem_id=target.problem.id, sample_index=0, text=text)
+        program = target.plan.extract(completion) if target.plan else extract(completion, extractor="default")
+        extracted = time.perf_counter()
+        execution: Execution | None = None
+        executed = extracted
+        if program.code is None:
+            grade = self._grade(target, Execution(status=ExecStatus.NO_CODE, detail=program.reason))
+        else:
+            job, limits = self._job(target, program)
+            execution = await pool.arun(job, limits=limits)
+            executed = time.perf_counter()
+            execution, grade = await asyncio.to_thread(self._judge, target, execution)
+        reward, stage = self.policy.pay(grade.verdict, execution, program)
+        done = time.perf_counter()
+        solve = execution.last_solve if execution is not None else None
+        return RewardRecord(
+            benchmark=target.benchmark,
+            problem_id=target.problem.id,
+            reward=reward,
+            verdict=grade.verdict,
+            reason=grade.reason,
+            rule=grade.rule,
+            policy=self.policy.spec,
+            stage=stage,
+            status=None if execution is None else execution.status,
+            objective=None if solve is None else solve.verified_objective,
+            timings=RewardTimings(
+                extract_s=extracted - started,
+                execute_s=executed - extracted,
+                grade_s=done - executed,
+                total_s=done - started,
+            ),
+        )
+
+    def _job(self, target: Target, program: Program) -> tuple[Job, SandboxLimits]:
+        if target.plan is not None:
+            return target.plan.job(target.problem, program), target.plan.limits
+        assert program.code is not None
+        return Job(
+            code=program.code, files=dict(target.problem.instance_files), expect="solve"
+        ), SandboxLimits()
+
+    def _grade(self, target: Target, execution: Execution) -> Grade:
+        if target.plan is not None:
+            return target.plan.grade(target.problem, execution, reference_model=self._references)
+        assert target.rule is not None and isinstance(target.problem.reference, ObjectiveReference)
+        return target.rule.grade(execution, target.problem.reference)
+
+    def _judge(self, target: Target, execution: Execution) -> tuple[Execution, Grade]:
+        """The grade, re-solving the captured model where the verdict (or the policy) needs it."""
+        grade = self._grade(target, execution)
+        needs = grade.verdict is Verdict.UNVERIFIED or (
+            self.policy.verify_wrong and grade.verdict is Verdict.WRONG
+        )
+        if not needs:
+            return execution, grade
+        checked = verify_last_solve(execution)
+        if checked is execution:
+            return execution, grade
+        return checked, self._grade(target, checked)
+
+    # ------------------------------------------------------------------ problems
+
+    def target(self, problem: ProblemKey | InlineProblem) -> Target:
+        """The problem ready to grade.
+
+        Raises:
+            ConfigError: an unknown benchmark or problem id, or a benchmark not named at start-up
+                whose files are not hidden.
+        """
+        if isinstance(problem, InlineProblem):
+            label = "" if problem.value is None else repr(problem.value)
+            reference = ObjectiveReference(status=problem.status, value=problem.value, label=label)
+            record = Problem(
+                benchmark=INLINE_BENCHMARK,
+                id=problem.problem_id,
+                index=0,
+                question=problem.question,
+                reference=reference,
+                instance_files=dict(problem.files),
+            )
+            return Target(INLINE_BENCHMARK, record, None, self._inline_rule)
+        with self._lock:
+            loaded = self._plans.get(problem.benchmark)
+            if loaded is None:
+                loaded = self._load(problem.benchmark)
+                root = loaded[0].benchmark.root.resolve()
+                if not any(root.is_relative_to(hidden) for hidden in self._hidden):
+                    del self._plans[problem.benchmark]
+                    raise ConfigError(
+                        f"benchmark '{problem.benchmark}' was not named when the scorer started, and its "
+                        f"files ({root}) are not hidden from the programs",
+                        hint="name it in ScorerSettings(benchmarks=...) (or `trex-eval serve --benchmark`)",
+                    )
+        plan, problems = loaded
+        found = problems.get(problem.problem_id)
+        if found is None:
+            examples = ", ".join(repr(key) for key in list(problems)[:3])
+            raise ConfigError(
+                f"benchmark '{problem.benchmark}' has no problem '{problem.problem_id}'",
+                hint=f"ids look like {examples}",
+            )
+        return Target(plan.benchmark.name, found, plan)
+
+    def _load(self, name: str) -> tuple[EvaluationPlan, dict[str, Problem]]:
+        """Load and plan benchmark ``name`` (the caller holds the lock)."""
+        bench = load_benchmark(name, data_dir=self._data_dir)
+        rule = (
+            self.settings.rule
+            if self.settings.rule and bench.spec.grader.kind is GraderKind.OBJECTIVE
+            else None
+        )
+        plan = plan_for(bench, protocol=self.settings.protocol, rule=rule)
+        loaded = (plan, {problem.id: problem for problem in bench.problems})
+        self._plans[name] = loaded
+        return loaded
+
+    def _find_data_dir(self) -> Path | None:
+        try:
+            return resolve_data_dir(self.settings.data_dir)
+        except DataError:
+            if self.settings.data_dir is not None:
+                raise
+            return None  # inline problems and BYO benchmarks need no data directory
