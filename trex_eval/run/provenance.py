@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from trex_eval import __version__
+from trex_eval._version import __version__
 from trex_eval.benchmarks import data
 from trex_eval.sandbox.runtime import hooks
 from trex_eval.sandbox.site_entries import distribution_key
