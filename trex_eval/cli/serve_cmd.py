@@ -72,6 +72,21 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    ray_address: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--ray-address",
+            help="Grade on a Ray cluster (auto, or its address): one scorer actor per node, each with "
+            "--workers sandbox lanes. Needs the ray extra.",
+            show_default=False,
+        ),
+    ] = None,
+    ray_actors: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--ray-actors", help="Scorer actors on Ray (default: one per alive node).", show_default=False
+        ),
+    ] = None,
     data_dir: DataDirOption = None,
 ) -> None:
     """Serve rewards over HTTP: POST /v1/score (trex-eval's records), POST /get_reward (OpenRLHF's
@@ -82,6 +97,7 @@ def serve(
     hidden from the programs) or inline ({"value": OPTIMUM}). SIGTERM or Ctrl-C drains: nothing new
     is admitted, requests in the house are answered, then the server exits 0.
     """
+    from trex_eval.reward.ray_pool import RayPoolSettings, RayRewardPool
     from trex_eval.reward.scorer import RewardScorer, ScorerSettings
     from trex_eval.reward.server import RewardServer
     from trex_eval.reward.service import RewardService, ServiceLimits
@@ -99,14 +115,21 @@ def serve(
     limits = ServiceLimits(max_pending=max_pending, deadline_s=deadline_s)
 
     async def main() -> None:
-        async with RewardScorer(settings) as scorer:
+        scorer: RewardScorer | RayRewardPool = (
+            RewardScorer(settings)
+            if ray_address is None
+            else RayRewardPool(settings, RayPoolSettings(address=ray_address, actors=ray_actors))
+        )
+        async with scorer:
             service = RewardService(scorer, limits, log=log)
             server = RewardServer(service, host=host, port=port)
             await server.start()
             described = scorer.describe()
             out.print(
                 f"serving rewards on http://{host}:{server.port} (policy {described['policy']}, "
-                f"{len(settings.benchmarks)} benchmarks, {settings.workers} sandbox lanes)",
+                f"{len(settings.benchmarks)} benchmarks, {settings.workers} sandbox lanes"
+                + ("" if ray_address is None else f" on each Ray actor of {ray_address}")
+                + ")",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -18,74 +18,28 @@ import asyncio
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 
-from trex_eval.benchmarks import load_benchmark
-from trex_eval.benchmarks.data import resolve_data_dir, sources_root
-from trex_eval.errors import ConfigError, DataError
+from trex_eval.errors import ConfigError
 from trex_eval.extract import extract
-from trex_eval.grading import ObjectiveRule, rule_for
-from trex_eval.protocols.plan import EvaluationPlan, plan_for
 from trex_eval.records import (
     Completion,
     ExecStatus,
     Execution,
     Grade,
-    GraderKind,
     ObjectiveReference,
-    Problem,
     Program,
     SandboxLimits,
     Verdict,
 )
+from trex_eval.reward.catalogue import INLINE_BENCHMARK, Catalogue, ScorerSettings, Target
 from trex_eval.reward.policy import RewardPolicy, get_policy
 from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest, RewardTimings
 from trex_eval.run.session import ReferenceModels
 from trex_eval.sandbox import Job, SandboxPool
 from trex_eval.sandbox.verify import verify_last_solve
 
-INLINE_BENCHMARK = "inline"
-"""The ``benchmark`` of records of :class:`~.records.InlineProblem` requests."""
-
-
-@dataclass(frozen=True)
-class ScorerSettings:
-    """What a :class:`RewardScorer` grades by.
-
-    ``policy``: a reward policy spec (:mod:`.policy`); ``protocol``: the grading protocol of
-    benchmark rows (``default``, ``trex-compat``, ...); ``rule``: an objective rule spec overriding
-    the benchmarks' own (and the rule of inline problems, default ``strict``); ``benchmarks``:
-    benchmarks loaded (and whose folders are hidden) at start-up; ``data_dir``: as ``--data-dir``
-    (None: the usual search); ``workers``: sandbox lanes; ``isolation``: as ``--isolation``.
-    """
-
-    policy: str = "binary"
-    protocol: str = "default"
-    rule: str | None = None
-    benchmarks: tuple[str, ...] = ()
-    data_dir: Path | None = None
-    workers: int = 2
-    isolation: str = "auto"
-
-
-@dataclass(frozen=True)
-class Target:
-    """One problem ready to grade: its plan (benchmark rows) or its rule (inline problems)."""
-
-    benchmark: str
-    problem: Problem
-    plan: EvaluationPlan | None
-    rule: ObjectiveRule | None = None
-
-    @property
-    def rule_spec(self) -> str:
-        """``name@version`` of the rule that grades it."""
-        if self.plan is not None:
-            return self.plan.rule.spec
-        assert self.rule is not None
-        return self.rule.spec
+__all__ = ["INLINE_BENCHMARK", "RewardScorer", "ScorerSettings", "Target"]
 
 
 class RewardScorer:
@@ -98,15 +52,10 @@ class RewardScorer:
     def __init__(self, settings: ScorerSettings | None = None) -> None:
         self.settings = settings or ScorerSettings()
         self.policy: RewardPolicy = get_policy(self.settings.policy)
-        inline_rule = rule_for(GraderKind.OBJECTIVE, self.settings.rule or "strict")
-        assert isinstance(inline_rule, ObjectiveRule)
-        self._inline_rule: ObjectiveRule = inline_rule
+        self.catalogue = Catalogue(self.settings)
         self._lock = threading.Lock()
-        self._plans: dict[str, tuple[EvaluationPlan, dict[str, Problem]]] = {}
-        self._hidden: tuple[Path, ...] = ()
         self._references = ReferenceModels()
         self._pool: SandboxPool | None = None
-        self._data_dir: Path | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -119,18 +68,13 @@ class RewardScorer:
         with self._lock:
             if self._pool is not None:
                 return self
-            self._data_dir = self._find_data_dir()
-            hidden = [] if self._data_dir is None else [self._data_dir, sources_root(self._data_dir)]
-            for name in self.settings.benchmarks:
-                plan, _ = self._load(name)
-                hidden.append(plan.benchmark.root)
-            self._hidden = tuple(dict.fromkeys(path.resolve() for path in hidden))
+            self.catalogue.open()
             pool = SandboxPool(
                 limits=SandboxLimits(),
                 workers=self.settings.workers,
                 verify=False,  # judged below, as a run does: only where the verdict hangs on it
                 isolation=self.settings.isolation,  # type: ignore[arg-type]
-                hidden=tuple(str(path) for path in self._hidden),
+                hidden=tuple(str(path) for path in self.catalogue.hidden),
             )
             pool.start()
             self._pool = pool
@@ -166,8 +110,8 @@ class RewardScorer:
             "policy": self.policy.spec,
             "protocol": self.settings.protocol,
             "rule_override": self.settings.rule,
-            "inline_rule": self._inline_rule.spec,
-            "benchmarks": {name: plan.rule.spec for name, (plan, _) in sorted(self._plans.items())},
+            "inline_rule": self.catalogue.inline_rule.spec,
+            "benchmarks": self.catalogue.rules(),
             "sandbox": pool.describe() if pool is not None else None,
         }
 
@@ -270,66 +214,6 @@ class RewardScorer:
             return execution, grade
         return checked, self._grade(target, checked)
 
-    # ------------------------------------------------------------------ problems
-
     def target(self, problem: ProblemKey | InlineProblem) -> Target:
-        """The problem ready to grade.
-
-        Raises:
-            ConfigError: an unknown benchmark or problem id, or a benchmark not named at start-up
-                whose files are not hidden.
-        """
-        if isinstance(problem, InlineProblem):
-            label = "" if problem.value is None else repr(problem.value)
-            reference = ObjectiveReference(status=problem.status, value=problem.value, label=label)
-            record = Problem(
-                benchmark=INLINE_BENCHMARK,
-                id=problem.problem_id,
-                index=0,
-                question=problem.question,
-                reference=reference,
-                instance_files=dict(problem.files),
-            )
-            return Target(INLINE_BENCHMARK, record, None, self._inline_rule)
-        with self._lock:
-            loaded = self._plans.get(problem.benchmark)
-            if loaded is None:
-                loaded = self._load(problem.benchmark)
-                root = loaded[0].benchmark.root.resolve()
-                if not any(root.is_relative_to(hidden) for hidden in self._hidden):
-                    del self._plans[problem.benchmark]
-                    raise ConfigError(
-                        f"benchmark '{problem.benchmark}' was not named when the scorer started, and its "
-                        f"files ({root}) are not hidden from the programs",
-                        hint="name it in ScorerSettings(benchmarks=...) (or `trex-eval serve --benchmark`)",
-                    )
-        plan, problems = loaded
-        found = problems.get(problem.problem_id)
-        if found is None:
-            examples = ", ".join(repr(key) for key in list(problems)[:3])
-            raise ConfigError(
-                f"benchmark '{problem.benchmark}' has no problem '{problem.problem_id}'",
-                hint=f"ids look like {examples}",
-            )
-        return Target(plan.benchmark.name, found, plan)
-
-    def _load(self, name: str) -> tuple[EvaluationPlan, dict[str, Problem]]:
-        """Load and plan benchmark ``name`` (the caller holds the lock)."""
-        bench = load_benchmark(name, data_dir=self._data_dir)
-        rule = (
-            self.settings.rule
-            if self.settings.rule and bench.spec.grader.kind is GraderKind.OBJECTIVE
-            else None
-        )
-        plan = plan_for(bench, protocol=self.settings.protocol, rule=rule)
-        loaded = (plan, {problem.id: problem for problem in bench.problems})
-        self._plans[name] = loaded
-        return loaded
-
-    def _find_data_dir(self) -> Path | None:
-        try:
-            return resolve_data_dir(self.settings.data_dir)
-        except DataError:
-            if self.settings.data_dir is not None:
-                raise
-            return None  # inline problems and BYO benchmarks need no data directory
+        """The problem ready to grade (:meth:`.catalogue.Catalogue.target`)."""
+        return self.catalogue.target(problem)

@@ -20,13 +20,29 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from trex_eval.records import Verdict
-from trex_eval.reward.records import RewardRecord, RewardRequest, RewardTimings
-from trex_eval.reward.scorer import RewardScorer, Target
+from trex_eval.reward.catalogue import Target
+from trex_eval.reward.policy import RewardPolicy
+from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest, RewardTimings
 
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """Upper bounds of the request-latency histogram the metrics export."""
+
+
+class Scorer(Protocol):
+    """What the service needs of a scorer: :class:`~.scorer.RewardScorer` or
+    :class:`~.ray_pool.RayRewardPool`."""
+
+    @property
+    def policy(self) -> RewardPolicy: ...
+
+    def target(self, problem: ProblemKey | InlineProblem) -> Target: ...
+
+    async def score_target(self, target: Target, text: str) -> RewardRecord: ...
+
+    def describe(self) -> dict[str, object]: ...
 
 
 class Busy(Exception):
@@ -51,7 +67,7 @@ class ServiceLimits:
 
 
 class RewardService:
-    """Admission, deadlines, metrics and the log around a started :class:`RewardScorer`.
+    """Admission, deadlines, metrics and the log around a started scorer (local or on Ray).
 
     ``log``: a JSONL file each answered rollout's record is appended to (with its request id and
     wall time), or None.
@@ -59,7 +75,7 @@ class RewardService:
 
     def __init__(
         self,
-        scorer: RewardScorer,
+        scorer: Scorer,
         limits: ServiceLimits,
         *,
         log: Path | None = None,

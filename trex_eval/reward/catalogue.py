@@ -1,0 +1,163 @@
+"""The problems a reward scorer knows: benchmark rows by key and inline problems, each with the
+plan or rule that grades it, and the folders programs must not see.
+
+Shared by :class:`~.scorer.RewardScorer` and :class:`~.ray_pool.RayRewardPool` (which checks
+every key in the calling process before a rollout travels to an actor). Reads benchmark files
+(:meth:`Catalogue.open`, and a shipped benchmark on first use); grades nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from trex_eval.benchmarks import load_benchmark
+from trex_eval.benchmarks.data import resolve_data_dir, sources_root
+from trex_eval.errors import ConfigError, DataError
+from trex_eval.grading import ObjectiveRule, rule_for
+from trex_eval.protocols.plan import EvaluationPlan, plan_for
+from trex_eval.records import GraderKind, ObjectiveReference, Problem
+from trex_eval.reward.records import InlineProblem, ProblemKey
+
+INLINE_BENCHMARK = "inline"
+"""The ``benchmark`` of records of :class:`~.records.InlineProblem` requests."""
+
+
+@dataclass(frozen=True)
+class ScorerSettings:
+    """What a :class:`RewardScorer` grades by.
+
+    ``policy``: a reward policy spec (:mod:`.policy`); ``protocol``: the grading protocol of
+    benchmark rows (``default``, ``trex-compat``, ...); ``rule``: an objective rule spec overriding
+    the benchmarks' own (and the rule of inline problems, default ``strict``); ``benchmarks``:
+    benchmarks loaded (and whose folders are hidden) at start-up; ``data_dir``: as ``--data-dir``
+    (None: the usual search); ``workers``: sandbox lanes; ``isolation``: as ``--isolation``.
+    """
+
+    policy: str = "binary"
+    protocol: str = "default"
+    rule: str | None = None
+    benchmarks: tuple[str, ...] = ()
+    data_dir: Path | None = None
+    workers: int = 2
+    isolation: str = "auto"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One problem ready to grade: its plan (benchmark rows) or its rule (inline problems)."""
+
+    benchmark: str
+    problem: Problem
+    plan: EvaluationPlan | None
+    rule: ObjectiveRule | None = None
+    requested: str = ""
+    """The benchmark as the request named it (a name or a YAML path); empty for inline problems."""
+
+    @property
+    def rule_spec(self) -> str:
+        """``name@version`` of the rule that grades it."""
+        if self.plan is not None:
+            return self.plan.rule.spec
+        assert self.rule is not None
+        return self.rule.spec
+
+
+class Catalogue:
+    """Benchmarks loaded for ``settings`` (see :class:`ScorerSettings`); call :meth:`open` first.
+
+    Raises (from the constructor): ConfigError for an unknown rule.
+    """
+
+    def __init__(self, settings: ScorerSettings) -> None:
+        self.settings = settings
+        inline_rule = rule_for(GraderKind.OBJECTIVE, settings.rule or "strict")
+        assert isinstance(inline_rule, ObjectiveRule)
+        self.inline_rule: ObjectiveRule = inline_rule
+        self._lock = threading.Lock()
+        self._plans: dict[str, tuple[EvaluationPlan, dict[str, Problem]]] = {}
+        self.hidden: tuple[Path, ...] = ()
+        """Folders hidden from programs: the data directory, the pinned sources, each named benchmark's."""
+        self.data_dir: Path | None = None
+
+    def open(self) -> None:
+        """Find the data and load the named benchmarks.
+
+        Raises:
+            DataError, BenchmarkError: the data or a named benchmark cannot be found or read.
+        """
+        with self._lock:
+            self.data_dir = self._find_data_dir()
+            hidden = [] if self.data_dir is None else [self.data_dir, sources_root(self.data_dir)]
+            for name in self.settings.benchmarks:
+                plan, _ = self._load(name)
+                hidden.append(plan.benchmark.root)
+            self.hidden = tuple(dict.fromkeys(path.resolve() for path in hidden))
+
+    def rules(self) -> dict[str, str]:
+        """Benchmark -> ``name@version`` of its rule, for the benchmarks loaded so far."""
+        with self._lock:
+            return {name: plan.rule.spec for name, (plan, _) in sorted(self._plans.items())}
+
+    def target(self, problem: ProblemKey | InlineProblem) -> Target:
+        """The problem ready to grade.
+
+        Raises:
+            ConfigError: an unknown benchmark or problem id, or a benchmark not named at start-up
+                whose files are not hidden.
+        """
+        if isinstance(problem, InlineProblem):
+            label = "" if problem.value is None else repr(problem.value)
+            reference = ObjectiveReference(status=problem.status, value=problem.value, label=label)
+            record = Problem(
+                benchmark=INLINE_BENCHMARK,
+                id=problem.problem_id,
+                index=0,
+                question=problem.question,
+                reference=reference,
+                instance_files=dict(problem.files),
+            )
+            return Target(INLINE_BENCHMARK, record, None, self.inline_rule)
+        with self._lock:
+            loaded = self._plans.get(problem.benchmark)
+            if loaded is None:
+                loaded = self._load(problem.benchmark)
+                root = loaded[0].benchmark.root.resolve()
+                if not any(root.is_relative_to(hidden) for hidden in self.hidden):
+                    del self._plans[problem.benchmark]
+                    raise ConfigError(
+                        f"benchmark '{problem.benchmark}' was not named when the scorer opened, and its "
+                        f"files ({root}) are not hidden from the programs",
+                        hint="name it in ScorerSettings(benchmarks=...) (or `trex-eval serve --benchmark`)",
+                    )
+        plan, problems = loaded
+        found = problems.get(problem.problem_id)
+        if found is None:
+            examples = ", ".join(repr(key) for key in list(problems)[:3])
+            raise ConfigError(
+                f"benchmark '{problem.benchmark}' has no problem '{problem.problem_id}'",
+                hint=f"ids look like {examples}",
+            )
+        return Target(plan.benchmark.name, found, plan, requested=problem.benchmark)
+
+    def _load(self, name: str) -> tuple[EvaluationPlan, dict[str, Problem]]:
+        """Load and plan benchmark ``name`` (the caller holds the lock)."""
+        bench = load_benchmark(name, data_dir=self.data_dir)
+        rule = (
+            self.settings.rule
+            if self.settings.rule and bench.spec.grader.kind is GraderKind.OBJECTIVE
+            else None
+        )
+        plan = plan_for(bench, protocol=self.settings.protocol, rule=rule)
+        loaded = (plan, {problem.id: problem for problem in bench.problems})
+        self._plans[name] = loaded
+        return loaded
+
+    def _find_data_dir(self) -> Path | None:
+        try:
+            return resolve_data_dir(self.settings.data_dir)
+        except DataError:
+            if self.settings.data_dir is not None:
+                raise
+            return None  # inline problems and BYO benchmarks need no data directory

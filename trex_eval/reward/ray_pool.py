@@ -1,0 +1,189 @@
+"""Scale-out on Ray: the reward API over a pool of Ray actors, each a :class:`~.scorer.RewardScorer`
+with its own warm sandbox pool (one actor per node by default, spread over the cluster).
+
+:class:`RayRewardPool` is used where a ``RewardScorer`` is (``score``, ``ascore``, ``target``,
+``score_target``, ``describe``; ``trex-eval serve --ray-address``). Every key is checked in the
+calling process first (its own :class:`~.catalogue.Catalogue`), so a bad request fails before
+anything travels; then each rollout goes, as JSON, to the actor with the fewest rollouts in flight,
+which grades it exactly as a local scorer would (same settings, same rules, same re-solves): the
+verdicts do not depend on where a rollout ran. ``ray`` is imported on :meth:`start` only (the
+``ray`` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from trex_eval.errors import ConfigError
+from trex_eval.reward.catalogue import Catalogue, ScorerSettings, Target
+from trex_eval.reward.policy import RewardPolicy, get_policy
+from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest
+
+
+@dataclass(frozen=True)
+class RayPoolSettings:
+    """``address``: the Ray cluster (``auto``, ``ray://...`` or a GCS address; None starts a local
+    one); ``actors``: scorer actors (None: one per alive node); ``cpus_per_actor``: the CPUs each
+    actor reserves from Ray's scheduler (its sandbox lanes are ``ScorerSettings.workers``)."""
+
+    address: str | None = "auto"
+    actors: int | None = None
+    cpus_per_actor: float = 1.0
+
+
+class _ScorerActor:
+    """The body of one Ray actor: a started scorer, spoken to in JSON."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        from trex_eval.reward.scorer import RewardScorer
+
+        fields = dict(settings)
+        fields["benchmarks"] = tuple(fields["benchmarks"])
+        fields["data_dir"] = None if fields["data_dir"] is None else Path(fields["data_dir"])
+        self.scorer = RewardScorer(ScorerSettings(**fields)).start()
+
+    async def score(self, request: str) -> str:
+        [record] = await self.scorer.ascore([RewardRequest.model_validate_json(request)])
+        return record.model_dump_json()
+
+    def describe(self) -> dict[str, object]:
+        import socket
+
+        return {"host": socket.gethostname(), **self.scorer.describe()}
+
+
+class RayRewardPool:
+    """Scores rollouts on Ray actors; see the module docstring.
+
+    Raises (from :meth:`start`): ConfigError when ``ray`` is not installed or no actor can start.
+    """
+
+    def __init__(
+        self, settings: ScorerSettings | None = None, ray_settings: RayPoolSettings | None = None
+    ) -> None:
+        self.settings = settings or ScorerSettings()
+        self.ray_settings = ray_settings or RayPoolSettings()
+        self.policy: RewardPolicy = get_policy(self.settings.policy)
+        self.catalogue = Catalogue(self.settings)
+        self._actors: list[Any] = []
+        self._in_flight: list[int] = []
+        self._lock = threading.Lock()
+        self._started_ray = False
+
+    def start(self) -> RayRewardPool:
+        """Connect to (or start) Ray and start the actors, waiting until each has its sandbox up."""
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError(
+                "Ray scale-out needs the ray package", hint='pip install "trex-eval[ray]"'
+            ) from None
+        self.catalogue.open()
+        if not ray.is_initialized():
+            ray.init(address=self.ray_settings.address, include_dashboard=False, log_to_driver=False)
+            self._started_ray = True
+        alive = [node for node in ray.nodes() if node.get("Alive")]  # type: ignore[no-untyped-call]
+        count = self.ray_settings.actors or max(1, len(alive))
+        fields = asdict(self.settings)
+        fields["data_dir"] = None if self.settings.data_dir is None else str(self.settings.data_dir)
+        remote = ray.remote(num_cpus=self.ray_settings.cpus_per_actor, scheduling_strategy="SPREAD")(
+            _ScorerActor
+        )
+        self._actors = [remote.remote(fields) for _ in range(count)]
+        self._in_flight = [0] * count
+        try:
+            self.placement = ray.get([actor.describe.remote() for actor in self._actors], timeout=600)
+        except Exception as error:
+            self.close()
+            raise ConfigError(f"the Ray scorer actors did not start: {error}") from None
+        return self
+
+    def close(self) -> None:
+        """Stop the actors (and Ray, where :meth:`start` started it)."""
+        import ray
+
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors = []
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+            self._started_ray = False
+
+    def __enter__(self) -> RayRewardPool:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> RayRewardPool:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.close)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "policy": self.policy.spec,
+            "protocol": self.settings.protocol,
+            "rule_override": self.settings.rule,
+            "inline_rule": self.catalogue.inline_rule.spec,
+            "benchmarks": self.catalogue.rules(),
+            "ray": {"actors": len(self._actors), "placement": getattr(self, "placement", [])},
+        }
+
+    def target(self, problem: ProblemKey | InlineProblem) -> Target:
+        return self.catalogue.target(problem)
+
+    def score(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
+        """As :meth:`.scorer.RewardScorer.score`."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ascore(requests))
+        raise ConfigError("RayRewardPool.score was called inside a running event loop", hint="await ascore()")
+
+    async def ascore(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
+        targets = [self.target(request.problem) for request in requests]
+        pairs = zip(targets, requests, strict=True)
+        return list(
+            await asyncio.gather(
+                *(self.score_target(target, request.completion) for target, request in pairs)
+            )
+        )
+
+    async def score_target(self, target: Target, text: str) -> RewardRecord:
+        """The record of one rollout, graded on the least busy actor."""
+        if not self._actors:
+            raise ConfigError("the Ray reward pool is not started", hint="use `with RayRewardPool(...)`")
+        problem: ProblemKey | InlineProblem
+        if target.plan is None:
+            reference = target.problem.reference
+            problem = InlineProblem(
+                problem_id=target.problem.id,
+                question=target.problem.question,
+                value=getattr(reference, "value", None),
+                status=getattr(reference, "status", InlineProblem.model_fields["status"].default),
+                files=dict(target.problem.instance_files),
+            )
+        else:
+            problem = ProblemKey(benchmark=target.requested, problem_id=target.problem.id)
+        request = RewardRequest(problem=problem, completion=text).model_dump_json()
+        with self._lock:
+            index = min(range(len(self._actors)), key=self._in_flight.__getitem__)
+            self._in_flight[index] += 1
+        try:
+            answer = await self._actors[index].score.remote(request)
+        finally:
+            with self._lock:
+                self._in_flight[index] -= 1
+        return RewardRecord.model_validate_json(answer)
