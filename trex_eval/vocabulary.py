@@ -155,7 +155,7 @@ class DiagnosisCategory(str, Enum):
     """No program could be extracted from a completion that ended on its own."""
     TRUNCATED = "truncated"
     """The completion was cut off by the token limit (``finish_reason == "length"``) and its
-    program is missing or does not parse."""
+    program is missing, does not parse, raised or never solved."""
     SYNTAX = "syntax"
     """The extracted program does not parse."""
     MISSING_LIBRARY = "missing_library"

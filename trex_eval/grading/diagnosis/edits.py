@@ -7,10 +7,11 @@ free variables non-negative, or one row dropped. Pure: each edit is a new
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trex_eval.records import DiagnosisCategory, LinearModel
+from trex_eval.records import DiagnosisCategory, LinearModel, VariableType
 
 Category = DiagnosisCategory
 
@@ -30,20 +31,44 @@ def flipped(model: LinearModel) -> LinearModel:
     return model.model_copy(update={"sense": "max" if model.sense == "min" else "min"})
 
 
-def integral(model: LinearModel) -> LinearModel | None:
-    """``model`` with every continuous variable integer (``None``: it has none)."""
-    if "C" not in model.vtype:
-        return None
-    return model.model_copy(update={"vtype": tuple("I" if t == "C" else t for t in model.vtype)})
+MAX_FAMILIES = 8
+"""Variable families (:func:`families`) edited one at a time, beyond the edit of all of them."""
+
+_FAMILY = re.compile(r"^(.*?)(?:[\[(].*|_\d+(?:_\d+)*)$")
 
 
-def relaxed(model: LinearModel) -> LinearModel | None:
-    """``model`` with its general integer variables continuous (``None``: it has none). Binaries
-    stay binary: declaring a yes/no choice binary is rarely the mistake, a count declared integer
-    that the question measures continuously is."""
-    if "I" not in model.vtype:
-        return None
-    return model.model_copy(update={"vtype": tuple("C" if t == "I" else t for t in model.vtype)})
+def families(model: LinearModel, vtype: str) -> list[tuple[str, tuple[int, ...]]]:
+    """The variables of type ``vtype`` grouped by family, the name without its index
+    (``flow[3]``, ``flow(3)`` and ``flow_3`` are of ``flow``), largest family first: a program
+    declares a family's type in one ``addVars`` call, so that is where a wrong type sits."""
+    groups: dict[str, list[int]] = {}
+    for index, (name, kind) in enumerate(zip(model.var_names, model.vtype, strict=True)):
+        if kind == vtype:
+            match = _FAMILY.match(name)
+            groups.setdefault(match.group(1) if match else name, []).append(index)
+    return sorted(((k, tuple(v)) for k, v in groups.items()), key=lambda item: (-len(item[1]), item[0]))
+
+
+def retyped(model: LinearModel, columns: tuple[int, ...], vtype: VariableType) -> LinearModel:
+    """``model`` with the variables ``columns`` of type ``vtype``."""
+    kinds = list(model.vtype)
+    for column in columns:
+        kinds[column] = vtype
+    return model.model_copy(update={"vtype": tuple(kinds)})
+
+
+def _retypings(model: LinearModel, source: str, target: VariableType) -> Iterator[tuple[str, LinearModel]]:
+    """Every ``source`` variable retyped ``target`` (continuous ``C`` made integer; general
+    integers ``I`` relaxed, binaries kept: a yes/no choice declared binary is rarely the mistake),
+    then, with more than one family, each of the first :data:`MAX_FAMILIES` families alone."""
+    groups = families(model, source)
+    if not groups:
+        return
+    every = tuple(column for _, columns in groups for column in columns)
+    yield f"{len(every)} variable(s)", retyped(model, every, target)
+    if len(groups) > 1:
+        for name, columns in groups[:MAX_FAMILIES]:
+            yield f"the {len(columns)} variable(s) of {name!r}", retyped(model, columns, target)
 
 
 def nonnegative(model: LinearModel) -> LinearModel | None:
@@ -70,24 +95,19 @@ def without_row(model: LinearModel, row: int) -> LinearModel:
 
 def candidate_edits(model: LinearModel, *, max_rows: int) -> Iterator[Edit]:
     """The edits to try, cheapest and most common mistakes first: sense, integrality (missing,
-    then extra), missing non-negativity, then each of the first ``max_rows`` constrained rows
-    dropped in the model's order. Generated lazily: a caller that stops early builds no more."""
+    then extra: all variables of the type, then family by family), missing non-negativity, then
+    each of the first ``max_rows`` constrained rows dropped in the model's order. Generated
+    lazily: a caller that stops early builds no more."""
     yield Edit(
         Category.SENSE_FLIPPED,
         f"the model {model.sense}imises; the reference is reached "
         f"when it {'max' if model.sense == 'min' else 'min'}imises",
         flipped(model),
     )
-    more_integral = integral(model)
-    if more_integral is not None:
-        count = model.vtype.count("C")
-        yield Edit(
-            Category.INTEGRALITY_MISSING, f"{count} continuous variable(s) made integer", more_integral
-        )
-    less_integral = relaxed(model)
-    if less_integral is not None:
-        count = model.vtype.count("I")
-        yield Edit(Category.INTEGRALITY_EXTRA, f"{count} integer variable(s) relaxed", less_integral)
+    for what, edited in _retypings(model, "C", "I"):
+        yield Edit(Category.INTEGRALITY_MISSING, f"{what} made integer", edited)
+    for what, edited in _retypings(model, "I", "C"):
+        yield Edit(Category.INTEGRALITY_EXTRA, f"{what} relaxed to continuous", edited)
     bounded = nonnegative(model)
     if bounded is not None:
         count = sum(1 for lo in model.lb if lo == -math.inf)

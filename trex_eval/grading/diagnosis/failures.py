@@ -99,6 +99,9 @@ def _raised_in_library(stderr: str) -> bool:
     return bool(_LIBRARY_PATH.search(innermost))
 
 
+_CUT_SHORT = frozenset({Verdict.NO_CODE, Verdict.SYNTAX_ERROR, Verdict.RUNTIME_ERROR, Verdict.NO_SOLVE})
+"""Verdicts that a completion cut off by the token limit explains."""
+
 _BY_STATUS: dict[Verdict, Category] = {
     Verdict.TIMEOUT: Category.TIMEOUT,
     Verdict.MEMORY_LIMIT: Category.MEMORY,
@@ -113,14 +116,14 @@ def failure_diagnosis(completion: Completion | None, execution: Execution, grade
     error, an exception, a limit, no solve), or ``None`` when the verdict is ``wrong`` or
     ``not_determinable`` (the caller looks at the model) or is in :data:`NOT_DIAGNOSED`."""
     verdict = grade.verdict
-    cut = completion is not None and completion.finish_reason == "length"
+    if verdict in _CUT_SHORT and completion is not None and completion.finish_reason == "length":
+        # A program cut off by the token limit fails however it fails: the cut is the cause.
+        detail = f"the completion hit the token limit ({verdict.value})"
+        return Diagnosis(category=Category.TRUNCATED, detail=detail)
     if verdict is Verdict.NO_CODE:
-        if cut:
-            return Diagnosis(category=Category.TRUNCATED, detail="the completion hit the token limit")
         return Diagnosis(category=Category.NO_CODE, detail=execution.detail or grade.reason)
     if verdict is Verdict.SYNTAX_ERROR:
-        category = Category.TRUNCATED if cut else Category.SYNTAX
-        return Diagnosis(category=category, detail=_last_line(execution) or grade.reason)
+        return Diagnosis(category=Category.SYNTAX, detail=_last_line(execution) or grade.reason)
     if verdict in (Verdict.RUNTIME_ERROR, Verdict.SOLVER_ERROR):
         category, detail = _exception_category(execution)
         return Diagnosis(category=category, detail=detail)
