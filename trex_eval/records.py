@@ -27,6 +27,7 @@ from trex_eval.vocabulary import GUROBI_POLICY_ALIASES as GUROBI_POLICY_ALIASES
 
 # Re-exported: callers import the shared vocabulary from here.
 from trex_eval.vocabulary import SCHEMA_VERSION as SCHEMA_VERSION
+from trex_eval.vocabulary import DiagnosisCategory as DiagnosisCategory
 from trex_eval.vocabulary import ExecStatus as ExecStatus
 from trex_eval.vocabulary import FewShotStrategy as FewShotStrategy
 from trex_eval.vocabulary import GraderKind as GraderKind
@@ -408,13 +409,26 @@ class StructureEvidence(Record):
 Evidence = Annotated[ObjectiveEvidence | StructureEvidence, Field(discriminator="kind")]
 
 
+class Diagnosis(Record):
+    """Why a sample did not pass (:mod:`trex_eval.grading.diagnosis`): the ``category``, a
+    ``detail`` line (which constraint, which scale, why unexplained) and numeric ``evidence``
+    (the harness's value, the edited model's value, seconds spent). Never changes a verdict."""
+
+    category: DiagnosisCategory
+    detail: Text = ""
+    evidence: dict[str, float] = Field(default_factory=dict)
+
+
 class Grade(Record):
-    """Verdict for one sample, the rule that decided it (``name@version``) and the evidence."""
+    """Verdict for one sample, the rule that decided it (``name@version``) and the evidence;
+    ``diagnosis`` says why a failing sample failed (``None``: passed, not diagnosed, or stored
+    before diagnoses existed)."""
 
     verdict: Verdict
     rule: str
     reason: Text
     evidence: Evidence | None = None
+    diagnosis: Diagnosis | None = None
 
     @property
     def passed(self) -> bool:

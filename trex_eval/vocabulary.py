@@ -140,3 +140,64 @@ class Verdict(str, Enum):
             Verdict.NOT_RUN,
             Verdict.HARNESS_ERROR,
         )
+
+
+class DiagnosisCategory(str, Enum):
+    """Why a sample that did not pass failed, decided mechanically (:mod:`trex_eval.grading.diagnosis`).
+
+    Three groups: failures before a model existed (decided from the completion and the
+    execution), a wrong solver status, and a model solved to a wrong value (decided by the
+    smallest edit of the captured model whose harness re-solve the sample's rule accepts, or by
+    what the harness's value is to the reference). ``unexplained`` is the honest rest.
+    """
+
+    NO_CODE = "no_code"
+    """No program could be extracted from a completion that ended on its own."""
+    TRUNCATED = "truncated"
+    """The completion was cut off by the token limit (``finish_reason == "length"``) and its
+    program is missing, does not parse, raised or never solved."""
+    SYNTAX = "syntax"
+    """The extracted program does not parse."""
+    MISSING_LIBRARY = "missing_library"
+    """The program imports a module that is not installed (``ModuleNotFoundError``/``ImportError``,
+    or the sandbox's ``needs_library``)."""
+    API_MISUSE = "api_misuse"
+    """An exception raised by a solver library (its frames in the traceback, an exception class of
+    its own such as ``GurobiError``, or a message about one of its objects), or a failed solve call."""
+    DATA_ACCESS = "data_access"
+    """Reading the instance data failed: ``KeyError``, ``IndexError``, ``FileNotFoundError``,
+    ``JSONDecodeError`` raised outside a solver library."""
+    RUNTIME_OTHER = "runtime_other"
+    """Any other exception, a non-zero exit, an output limit or a killed process."""
+    TIMEOUT = "timeout"
+    """The program ran out of wall or CPU time, or its last solve stopped at a time limit."""
+    MEMORY = "memory"
+    """The program ran out of memory."""
+    NO_SOLVE = "no_solve"
+    """The program finished without calling a hooked solver."""
+    NO_OBJECTIVE_PRINTED = "no_objective_printed"
+    """The program solved, but no objective value could be read (neither a finite objective of
+    the last solve nor, where the rule reads stdout, a printed one)."""
+    INFEASIBLE_MODEL = "infeasible_model"
+    """The reference has an optimum but the program's model is infeasible."""
+    UNBOUNDED_MODEL = "unbounded_model"
+    """The reference has an optimum but the program's model is unbounded."""
+    SENSE_FLIPPED = "sense_flipped"
+    """The captured model, minimised instead of maximised (or the reverse), meets the reference."""
+    INTEGRALITY_MISSING = "integrality_missing"
+    """The captured model with every continuous variable integer meets the reference."""
+    INTEGRALITY_EXTRA = "integrality_extra"
+    """The captured model with integrality relaxed meets the reference."""
+    BOUNDS_MISSING = "bounds_missing"
+    """The captured model with non-negativity on its free (``lb = -inf``) variables meets the reference."""
+    CONSTRAINT_EXTRA = "constraint_extra"
+    """The captured model without one of its constraints (named in the detail) meets the reference."""
+    OBJECTIVE_SCALED = "objective_scaled"
+    """The harness's value times ``10**k`` (``k`` in ±1..±6) meets the reference."""
+    ROUNDING = "rounding"
+    """The harness's value rounded to the label's decimals meets the reference."""
+    NEAR_MISS = "near_miss"
+    """The harness's value is within 1e-3 (relative) of the reference, outside the rule's tolerance."""
+    UNEXPLAINED = "unexplained"
+    """None of the above (or the diagnosis ran out of its budget, or the model is over its size
+    cap: the detail says which)."""

@@ -43,7 +43,12 @@ def compare(
         write_comparison_csv,
         write_html_report,
     )
-    from trex_eval.report.terminal import comparison_table, repaired_comparison_table, warnings_of
+    from trex_eval.report.terminal import (
+        comparison_table,
+        repaired_comparison_table,
+        transitions_table,
+        warnings_of,
+    )
 
     loaded = load_runs(run_dirs(runs))
     index = select_baseline(loaded, baseline) if baseline is not None else 0
@@ -56,6 +61,9 @@ def compare(
         repaired = repaired_comparison_table(result)
         if repaired is not None:
             out.print(repaired)
+        moved = transitions_table(result)
+        if moved is not None:
+            out.print(moved)
         for warning in warnings_of(result):
             err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     write_outputs(

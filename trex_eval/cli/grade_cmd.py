@@ -101,6 +101,14 @@ def grade(
         ),
     ] = False,
     rule: RuleOption = [],  # noqa: B006
+    diagnose: Annotated[
+        bool,
+        typer.Option(
+            "--diagnose/--no-diagnose",
+            help="Store why each failing sample failed (its diagnosis category, from the stored "
+            "executions' captured models; no program runs again for it).",
+        ),
+    ] = True,
     protocol: ProtocolOption = DEFAULT_PROTOCOL,
     workers: WorkersOption = DEFAULT_WORKERS,
     wall_s: TimeoutOption = None,
@@ -170,6 +178,7 @@ def grade(
         out=out_dir,
         command=tuple(sys.argv),
         show_progress=not no_progress,
+        diagnose=diagnose,
     )
     for text in plan.notes:
         warn(text)

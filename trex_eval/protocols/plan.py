@@ -19,6 +19,7 @@ from trex_eval.benchmarks import Benchmark, GraderSpec
 from trex_eval.errors import GradingError
 from trex_eval.extract import extract, extractor_function
 from trex_eval.grading import ObjectiveRule, Rule, StructureRule, rule_for
+from trex_eval.grading.diagnosis import DiagnosisBudget, diagnose
 from trex_eval.grading.lp import parse_lp, parse_mps
 from trex_eval.grading.objective.base import Conversion, ConvertingRule, failure_verdict
 from trex_eval.protocols import Protocol, get_protocol, protocol_names
@@ -33,12 +34,13 @@ from trex_eval.records import (
     ObjectiveReference,
     Problem,
     Program,
+    SolveStatus,
     StructureEvidence,
     StructureReference,
     Verdict,
 )
 from trex_eval.sandbox import Job, SandboxLimits
-from trex_eval.sandbox.verify import verify_last_solve
+from trex_eval.sandbox.verify import OutOfTime, Resolve, Unsolvable, resolve, verify_last_solve
 
 ReferenceModelLoader = Callable[[StructureReference], LinearModel]
 """Returns the parsed reference model of a structure reference (the run reads and caches it)."""
@@ -117,6 +119,32 @@ class EvaluationPlan:
             return execution, grade
         return checked, self.grade(problem, checked, reference_model=reference_model)
 
+    def diagnosed(
+        self,
+        problem: Problem,
+        completion: Completion | None,
+        execution: Execution,
+        grade: Grade,
+        *,
+        budget: DiagnosisBudget | None = None,
+    ) -> Grade:
+        """``grade`` with its :class:`~trex_eval.records.Diagnosis` (why it failed), edited models
+        re-solved by the harness's own re-solve (:func:`trex_eval.sandbox.verify.resolve`) within
+        ``budget``; unchanged for a grade that passed or is not diagnosed. The verdict is never
+        changed. Blocking (up to the budget's seconds): call it off the event loop."""
+        last = execution.last_solve
+        gurobi = last is not None and last.library == "gurobipy"
+        found = diagnose(
+            problem,
+            completion,
+            execution,
+            grade,
+            rule=self.rule,
+            solve=lambda model, seconds: _resolved(model, seconds, prefer_gurobi=gurobi),
+            budget=budget,
+        )
+        return grade if found is None else grade.model_copy(update={"diagnosis": found})
+
     def conversions(self, program: Program, grade: Grade) -> tuple[Conversion, ...]:
         """The converted programs the rule's fallback tries after ``grade`` (empty unless the rule
         is a :class:`~trex_eval.grading.objective.base.ConvertingRule` built with its fallback on,
@@ -183,6 +211,17 @@ class EvaluationPlan:
         verdict = failure_verdict(execution.status)
         detail = execution.detail or execution.error_type or ""
         return self.failed(verdict, f"{what}: {verdict.value}" + (f" ({detail})" if detail else ""))
+
+
+def _resolved(model: LinearModel, seconds: float, *, prefer_gurobi: bool) -> Resolve:
+    """:func:`~trex_eval.sandbox.verify.resolve` as a diagnosis's solver wants it: a time-out is a
+    ``time_limit`` verdict, a model no solver takes an ``error`` one."""
+    try:
+        return resolve(model, prefer_gurobi=prefer_gurobi, time_limit_s=seconds)
+    except OutOfTime as error:
+        return Resolve(SolveStatus.TIME_LIMIT, None, str(error), error.solver or "")
+    except Unsolvable as error:
+        return Resolve(SolveStatus.ERROR, None, str(error), "")
 
 
 def plan_for(

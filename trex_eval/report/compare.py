@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from trex_eval.errors import ConfigError
 from trex_eval.metrics import macro_average, mcnemar_exact, paired_bootstrap_diff
 from trex_eval.records import Record
+from trex_eval.report.diagnoses import Transition, transitions
 from trex_eval.report.intervals import IntervalSettings, stratified_bootstrap_ci
 from trex_eval.report.runs import BenchmarkResults, RunResults, natural_key
 from trex_eval.report.summary import RunIdentity, distinct_labels, identify
@@ -86,6 +87,9 @@ class PairedBenchmark(Record):
     dropped: tuple[str, ...]
     repaired: RepairedPair | None = None
     """Scores after repair (``None`` unless either run was made with ``--repair``)."""
+    transitions: tuple[Transition, ...] = ()
+    """Each sample's label, baseline → candidate (``correct``, its diagnosis category, else its
+    verdict), counted; most frequent first (:func:`~trex_eval.report.diagnoses.transitions`)."""
 
 
 class PairedOverall(Record):
@@ -367,6 +371,7 @@ def _pair(
         gained=gained,
         dropped=dropped,
         repaired=_repaired(baseline, candidate, ids, padding, rounds, interval) if any(rounds) else None,
+        transitions=transitions(baseline, candidate),
     )
     return paired, [c - b for c, b in zip(cand_scores, base_scores, strict=True)]
 

@@ -59,6 +59,15 @@ DEFINITIONS: Mapping[str, str] = MappingProxyType(
         "repair_by_failure": (
             "per kind of round-0 failure that was fed back: samples, and how many a repair round made correct"
         ),
+        "diagnoses": (
+            "failing samples per diagnosis category: why each failed, decided mechanically from the "
+            "completion, the execution and single edits of the captured model re-solved by the harness "
+            "(docs/architecture.md, 'Diagnosis'); never changes a verdict"
+        ),
+        "transitions": (
+            "each sample's label in the baseline and in the candidate (correct, its diagnosis category, "
+            "else its verdict), counted over the samples whose label changed"
+        ),
         "compat": (
             "the reference harness's summary row (§6.4): Score = acc@k over the selected problems "
             "(k = samples), Code pass = problems whose selected attempt produced an optimal objective "

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from trex_eval.report.compare import Comparison, ComparisonSet
 from trex_eval.report.definitions import DEFINITIONS, MACRO_LABEL
+from trex_eval.report.diagnoses import diagnosis_table, transition_table
 from trex_eval.report.intervals import SMALL_N
 from trex_eval.report.leaderboard import Leaderboard, LeaderboardRow, build_leaderboard
 from trex_eval.report.outcomes import Outcome
@@ -67,6 +68,9 @@ def render_summary_markdown(summary: RunSummary) -> str:
         lines += ["", f"## Repair rounds (`--repair {run.repair}`)", ""]
         lines += repair_table([(run.display, bench) for bench in summary.benchmarks])
     lines += ["", "## Outcomes", "", *_outcome_table(summary.benchmarks)]
+    diagnosed = diagnosis_table([(bench.benchmark, bench.diagnoses) for bench in summary.benchmarks])
+    if diagnosed:
+        lines += ["", "## Why samples failed (diagnoses)", "", *diagnosed, "", DEFINITIONS["diagnoses"] + "."]
     lines += ["", "## Reference-harness table (T-Rex summary.md format)", "", *compat_table([summary])]
     lines += ["", f"Reference-harness columns: {DEFINITIONS['compat']}."]
     lines += [
@@ -366,6 +370,10 @@ def _comparison_section(comparison: Comparison) -> list[str]:
             "its only one), paired over problems.",
         ]
     lines += ["", "Flipped problems (first sample):", ""] + (flipped or ["- none"])
+    for pair in comparison.benchmarks:
+        table = transition_table(pair.transitions)
+        if table:
+            lines += ["", f"Transitions, {pair.benchmark} ({DEFINITIONS['transitions']}):", "", *table]
     if comparison.warnings:
         lines += ["", "Warnings:", "", *(f"- {warning}" for warning in comparison.warnings)]
     return lines

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from pydantic import Field
+
 from trex_eval.metrics import (
     acc_at_k,
     bootstrap_ci,
@@ -34,6 +36,7 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.report.definitions import DEFINITIONS
+from trex_eval.report.diagnoses import diagnosis_counts
 from trex_eval.report.intervals import SMALL_N, IntervalSettings, stratified_bootstrap_ci, wilson_ci
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.repair_summary import RepairSummary, repair_summary
@@ -88,6 +91,9 @@ class BenchmarkSummary(Record):
     compat: SummaryRow
     repair: RepairSummary | None = None
     """The repair protocol's scores (``None`` for a run without ``--repair``)."""
+    diagnoses: dict[str, int] = Field(default_factory=dict)
+    """Failing samples per diagnosis category (``DiagnosisCategory`` values; empty when none was
+    diagnosed)."""
 
     @property
     def small_n(self) -> bool:
@@ -353,6 +359,7 @@ def _summarize_benchmark(
             entry.name, [problem.samples for problem in bench.problems], selected=bench.selected
         ),
         repair=repair_summary(bench, run) if run.repair else None,
+        diagnoses=diagnosis_counts(bench.records()),
     )
 
 

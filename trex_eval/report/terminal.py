@@ -221,6 +221,33 @@ def repaired_comparison_table(result: ComparisonSet) -> Table | None:
     return table
 
 
+def transitions_table(result: ComparisonSet) -> Table | None:
+    """Each candidate's samples whose label changed from the baseline's (``correct``, a diagnosis
+    category, else the verdict), per benchmark, most frequent first; ``None`` when none changed."""
+    rows = [
+        (comparison.candidate_label, pair.benchmark, move)
+        for comparison in result.comparisons
+        for pair in comparison.benchmarks
+        for move in pair.transitions
+        if move.source != move.target
+    ]
+    if not rows:
+        return None
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        caption="transitions: baseline label → candidate label (correct, diagnosis, else verdict)",
+        caption_justify="left",
+    )
+    table.add_column("candidate · benchmark", overflow="fold")
+    table.add_column("baseline", no_wrap=True)
+    table.add_column("candidate", no_wrap=True)
+    table.add_column("samples", justify="right", no_wrap=True)
+    for label, benchmark, move in rows:
+        table.add_row(escape(f"{label} {benchmark}"), move.source, move.target, str(move.count))
+    return table
+
+
 def warnings_of(result: ComparisonSet) -> Sequence[str]:
     """The comparison's warnings, each once."""
     return list(dict.fromkeys(w for comparison in result.comparisons for w in comparison.warnings))

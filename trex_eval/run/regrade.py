@@ -89,11 +89,13 @@ def plan_regrade(
     out: Path | None = None,
     command: tuple[str, ...] = (),
     show_progress: bool = True,
+    diagnose: bool = True,
 ) -> Regrade:
     """The re-grade of ``source`` (a run directory or a completions JSONL) under ``rules``;
     ``limits`` replaces the sandbox limits (the programs then run again). Written to ``out``, by
     default ``results/<run directory or file name>-regrade-<time>`` (``-grade-`` for a file), so
-    a re-grade is never mistaken for the run it re-graded.
+    a re-grade is never mistaken for the run it re-graded. ``diagnose`` stores why each failing
+    sample failed (from the stored executions' captured models: nothing runs again for it).
 
     Raises:
         ConfigError: ``source`` is neither; a completions file comes without ``--benchmark``, or
@@ -114,6 +116,7 @@ def plan_regrade(
         workers=workers,
         command=command,
         show_progress=show_progress,
+        diagnose=diagnose,
     )
     notes: tuple[str, ...] = ()
     if is_run:

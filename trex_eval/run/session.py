@@ -297,6 +297,9 @@ class Session:
                 run=lambda code: self._execution(item, problem, code, completion.sample_index, round_index),
                 reference_model=self.references,
             )
+        if self.options.diagnose and not grade.passed:
+            # Why it failed: edited copies of the captured model re-solved, off the event loop.
+            grade = await asyncio.to_thread(plan.diagnosed, problem, completion, execution, grade)
         return SampleRecord(
             benchmark=item.bench.name,
             problem_id=problem.id,

@@ -126,6 +126,8 @@ class RunOptions:
     lines when stderr is not a terminal). ``reuse_executions`` names a run directory whose stored
     executions are taken instead of running a program again, wherever the program and everything
     its job depends on (protocol, extractor, limits, gurobi policy, data) are the same.
+    ``diagnose`` stores on each failing sample's grade why it failed
+    (:meth:`~trex_eval.protocols.plan.EvaluationPlan.diagnosed`; a verdict never changes).
     """
 
     data_dir: Path | None = None
@@ -135,6 +137,7 @@ class RunOptions:
     command: tuple[str, ...] = ()
     show_progress: bool = True
     reuse_executions: Path | None = None
+    diagnose: bool = True
 
 
 def model_for_protocol(model: BackendSpec, protocol: str) -> tuple[BackendSpec, str | None]:

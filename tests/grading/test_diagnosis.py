@@ -1,0 +1,243 @@
+"""Diagnoses of real programs: hand-written gurobipy and PuLP programs for real benchmark
+problems, run in the real sandbox, judged by the benchmark's plan and diagnosed with the
+harness's own re-solve (``EvaluationPlan.diagnosed``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trex_eval.benchmarks import load_benchmark
+from trex_eval.protocols.plan import EvaluationPlan, plan_for
+from trex_eval.records import (
+    Completion,
+    DiagnosisCategory,
+    ExecStatus,
+    Execution,
+    Grade,
+    ObjectiveReference,
+    Problem,
+    Verdict,
+)
+from trex_eval.sandbox import SandboxPool
+
+C = DiagnosisCategory
+
+GUROBI = ("import gurobipy as gp", "from gurobipy import GRB", "m = gp.Model()", "m.Params.OutputFlag = 0")
+PULP = ("import pulp",)
+MAX_X = ("m.setObjective(x, GRB.MAXIMIZE)", "m.optimize()")
+CBC = ("p.solve(pulp.PULP_CBC_CMD(msg=0))",)
+
+
+def _code(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+# {R} is the reference value of nl4opt item 0 (3000, an integral label).
+PROGRAMS: dict[str, tuple[str, DiagnosisCategory | None]] = {
+    "correct": (_code(*GUROBI, "x = m.addVar()", "m.addConstr(x <= {R})", *MAX_X), None),
+    "sense": (
+        _code(
+            *GUROBI,
+            "x = m.addVar()",
+            "m.addConstr(x <= {R})",
+            "m.setObjective(x, GRB.MINIMIZE)",
+            "m.optimize()",
+        ),
+        C.SENSE_FLIPPED,
+    ),
+    "integrality_missing": (
+        _code(*GUROBI, "x = m.addVar()", "m.addConstr(2 * x <= 2 * {R} + 1)", *MAX_X),
+        C.INTEGRALITY_MISSING,
+    ),
+    "integrality_extra": (
+        _code(
+            *GUROBI,
+            "x = m.addVar(vtype=GRB.INTEGER)",
+            "m.addConstr(7 * x <= {R})",
+            "m.setObjective(7 * x, GRB.MAXIMIZE)",
+            "m.optimize()",
+        ),
+        C.INTEGRALITY_EXTRA,
+    ),
+    "bounds_missing": (
+        _code(
+            *PULP,
+            "p = pulp.LpProblem('b', pulp.LpMaximize)",
+            "x = pulp.LpVariable('x')",
+            "y = pulp.LpVariable('y', lowBound=0)",
+            "p += y - x",
+            "p += y <= {R}",
+            "p += x >= -50",
+            *CBC,
+        ),
+        C.BOUNDS_MISSING,
+    ),
+    "constraint_extra": (
+        _code(
+            *GUROBI,
+            "x = m.addVar()",
+            "m.addConstr(x <= {R}, name='cap')",
+            "m.addConstr(x <= {R} - 100, name='cap_extra')",
+            *MAX_X,
+        ),
+        C.CONSTRAINT_EXTRA,
+    ),
+    "scaled": (_code(*GUROBI, "x = m.addVar()", "m.addConstr(x <= {R} / 100)", *MAX_X), C.OBJECTIVE_SCALED),
+    "rounding": (
+        _code(
+            *GUROBI,
+            "x = m.addVar(vtype=GRB.INTEGER)",
+            "m.addConstr(x <= {R})",
+            "m.setObjective(x + 0.45, GRB.MAXIMIZE)",
+            "m.optimize()",
+        ),
+        C.ROUNDING,
+    ),
+    "infeasible": (
+        _code(*GUROBI, "x = m.addVar()", "m.addConstr(x <= {R} - 10)", "m.addConstr(x >= {R} + 10)", *MAX_X),
+        C.INFEASIBLE_MODEL,
+    ),
+    "unbounded": (
+        _code(
+            *PULP,
+            "p = pulp.LpProblem('u', pulp.LpMaximize)",
+            "x = pulp.LpVariable('x', lowBound=0)",
+            "y = pulp.LpVariable('y', lowBound=0)",
+            "p += x + y",
+            "p += x <= {R}",
+            *CBC,
+        ),
+        C.UNBOUNDED_MODEL,
+    ),
+    "data_access": (_code("data = {{'demand': 3}}", "print(data['capacity'])"), C.DATA_ACCESS),
+    "api_misuse_gurobipy": (
+        _code(*GUROBI, "x = m.addVar()", "m.setObjective(x)", "m.optimize()", "print(m.ObjValue)"),
+        C.API_MISUSE,
+    ),
+    "api_misuse_pulp": (
+        _code(
+            *PULP,
+            "p = pulp.LpProblem('a', pulp.LpMinimize)",
+            "x = pulp.LpVariable('x', lowBound=0)",
+            "p += x",
+            *CBC,
+            "print(p.objectiveValue)",
+        ),
+        C.API_MISUSE,
+    ),
+    "missing_library": (_code("import not_a_solver_library_here"), C.MISSING_LIBRARY),
+    "syntax": (_code("x = (1 +"), C.SYNTAX),
+    "runtime_other": (_code("print(1 / 0)"), C.RUNTIME_OTHER),
+    "no_solve": (_code("print({R})"), C.NO_SOLVE),
+}
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[SandboxPool]:
+    with SandboxPool(workers=2, verify=False) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def plan(data_dir: Path) -> EvaluationPlan:
+    return plan_for(load_benchmark("nl4opt", data_dir=data_dir))
+
+
+def _problem(plan: EvaluationPlan, problem_id: str) -> Problem:
+    return next(p for p in plan.benchmark.problems if p.id == problem_id)
+
+
+def _graded(
+    pool: SandboxPool, plan: EvaluationPlan, problem: Problem, code: str, *, finish_reason: str = "stop"
+) -> tuple[Execution, Grade]:
+    """The sample as a run grades and diagnoses it."""
+    completion = Completion(
+        problem_id=problem.id, sample_index=0, text=f"```python\n{code}```\n", finish_reason=finish_reason
+    )
+    program = plan.extract(completion)
+    if program.code is None:
+        execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
+        grade = plan.grade(problem, execution, reference_model=lambda _: pytest.fail("objective only"))
+    else:
+        execution = pool.run(plan.job(problem, program), limits=plan.limits)
+        execution, grade = plan.judge(
+            problem, execution, reference_model=lambda _: pytest.fail("objective only")
+        )
+    return execution, plan.diagnosed(problem, completion, execution, grade)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_each_category_is_diagnosed(pool: SandboxPool, plan: EvaluationPlan, name: str) -> None:
+    problem = _problem(plan, "0")
+    assert isinstance(problem.reference, ObjectiveReference) and problem.reference.label == "3000.0"
+    template, expected = PROGRAMS[name]
+    _, grade = _graded(pool, plan, problem, template.format(R=3000))
+    if expected is None:
+        assert grade.verdict is Verdict.CORRECT and grade.diagnosis is None
+        return
+    assert grade.verdict is not Verdict.CORRECT
+    assert grade.diagnosis is not None, grade
+    assert grade.diagnosis.category is expected, (grade.reason, grade.diagnosis)
+
+
+def test_constraint_extra_names_the_constraint(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    _, grade = _graded(pool, plan, _problem(plan, "0"), PROGRAMS["constraint_extra"][0].format(R=3000))
+    assert grade.diagnosis is not None and "cap_extra" in grade.diagnosis.detail
+    assert grade.diagnosis.evidence["edited_value"] == pytest.approx(3000.0)
+    assert grade.diagnosis.evidence["harness_value"] == pytest.approx(2900.0)
+
+
+def test_near_miss_on_a_label_with_decimals(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    problem = _problem(plan, "5")
+    assert isinstance(problem.reference, ObjectiveReference) and problem.reference.label == "2333.33"
+    code = _code(*GUROBI, "x = m.addVar()", "m.addConstr(x <= 2333.33 * 1.0005)", *MAX_X)
+    _, grade = _graded(pool, plan, problem, code)
+    assert grade.verdict is Verdict.WRONG and grade.diagnosis is not None
+    assert grade.diagnosis.category is C.NEAR_MISS
+    assert grade.diagnosis.evidence["relative_error"] == pytest.approx(5e-4, rel=1e-3)
+
+
+def test_a_cut_off_completion_is_truncated(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    _, grade = _graded(pool, plan, _problem(plan, "0"), "x = (1 +\n", finish_reason="length")
+    assert grade.diagnosis is not None and grade.diagnosis.category is C.TRUNCATED
+
+
+def test_no_code(plan: EvaluationPlan) -> None:
+    problem = _problem(plan, "0")
+    completion = Completion(problem_id="0", sample_index=0, text="The answer is 3000.", finish_reason="stop")
+    execution = Execution(status=ExecStatus.NO_CODE, detail=plan.extract(completion).reason)
+    grade = plan.grade(problem, execution, reference_model=lambda _: pytest.fail("objective only"))
+    diagnosed = plan.diagnosed(problem, completion, execution, grade)
+    assert diagnosed.verdict is grade.verdict is Verdict.NO_CODE
+    assert diagnosed.diagnosis is not None and diagnosed.diagnosis.category is C.NO_CODE
+
+
+def test_the_budget_bounds_the_search(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    """A budget spent before the first re-solve leaves the sample unexplained, saying why; the
+    verdict is the one the rule gave."""
+    from trex_eval.grading.diagnosis import DiagnosisBudget
+
+    problem = _problem(plan, "0")
+    completion = Completion(problem_id="0", sample_index=0, text="x", finish_reason="stop")
+    code = PROGRAMS["constraint_extra"][0].format(R=3000)
+    execution = pool.run(
+        plan.job(problem, plan.extract(completion).model_copy(update={"code": code})), limits=plan.limits
+    )
+    execution, grade = plan.judge(problem, execution, reference_model=lambda _: pytest.fail("objective only"))
+    diagnosed = plan.diagnosed(problem, completion, execution, grade, budget=DiagnosisBudget(time_s=0.0))
+    assert diagnosed.verdict is grade.verdict is Verdict.WRONG
+    assert diagnosed.diagnosis is not None and diagnosed.diagnosis.category is C.UNEXPLAINED
+    assert "budget" in diagnosed.diagnosis.detail
+    capped = plan.diagnosed(problem, completion, execution, grade, budget=DiagnosisBudget(max_columns=0))
+    assert capped.diagnosis is not None and capped.diagnosis.category is C.UNEXPLAINED
+    assert "cap" in capped.diagnosis.detail
+
+
+def test_old_grades_load_without_a_diagnosis() -> None:
+    stored = '{"verdict": "wrong", "rule": "strict@2", "reason": "off", "evidence": null}'
+    grade = Grade.model_validate_json(stored)
+    assert grade.diagnosis is None
+    assert Grade.model_validate_json(grade.model_dump_json()) == grade

@@ -1,0 +1,89 @@
+"""Why samples failed, in reports: diagnosis counts per benchmark (``summary.json``/``summary.md``)
+and, between two runs over the same problems, the transitions of each sample's category (what a
+training step fixed and what it broke). Pure.
+
+A sample's *label* (:func:`label`) is ``correct`` when it passed, its diagnosis category when it
+has one, else its verdict (``unverified``, ``api_error``, ... and failures graded before
+diagnoses existed) and ``missing`` for a sample not stored.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from trex_eval.records import Record, SampleRecord
+from trex_eval.report.runs import BenchmarkResults
+
+CORRECT = "correct"
+MISSING = "missing"
+
+
+class Transition(Record):
+    """``count`` samples labelled ``source`` in the baseline and ``target`` in the candidate."""
+
+    source: str
+    target: str
+    count: int
+
+
+def label(record: SampleRecord | None) -> str:
+    """The sample's label (see the module docstring)."""
+    if record is None:
+        return MISSING
+    if record.grade.passed:
+        return CORRECT
+    diagnosis = record.grade.diagnosis
+    return diagnosis.category.value if diagnosis is not None else record.grade.verdict.value
+
+
+def diagnosis_counts(records: Iterable[SampleRecord]) -> dict[str, int]:
+    """Failing samples per diagnosis category (those without a diagnosis are not counted), most
+    frequent first."""
+    counts = Counter(r.grade.diagnosis.category.value for r in records if r.grade.diagnosis is not None)
+    return dict(counts.most_common())
+
+
+def transitions(baseline: BenchmarkResults, candidate: BenchmarkResults) -> tuple[Transition, ...]:
+    """Label pairs of the samples both runs hold positions for (same problem id, same sample
+    index, over the problems either stored), most frequent first (ties by name)."""
+    base = {p.problem_id: p.samples for p in baseline.problems}
+    cand = {p.problem_id: p.samples for p in candidate.problems}
+    counts: Counter[tuple[str, str]] = Counter()
+    for problem_id in base.keys() | cand.keys():
+        left, right = base.get(problem_id, ()), cand.get(problem_id, ())
+        for index in range(max(len(left), len(right))):
+            before = left[index] if index < len(left) else None
+            after = right[index] if index < len(right) else None
+            counts[(label(before), label(after))] += 1
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return tuple(Transition(source=s, target=t, count=n) for (s, t), n in ordered)
+
+
+def diagnosis_table(rows: Sequence[tuple[str, dict[str, int]]]) -> list[str]:
+    """A Markdown table of failing samples per category, one column per benchmark (``rows``:
+    benchmark name, its counts); empty when no sample was diagnosed."""
+    categories = sorted(
+        {c for _, counts in rows for c in counts}, key=lambda c: (-sum(r.get(c, 0) for _, r in rows), c)
+    )
+    if not categories:
+        return []
+    lines = [
+        "| Category | " + " | ".join(name for name, _ in rows) + " |",
+        "| --- | " + " | ".join("---:" for _ in rows) + " |",
+    ]
+    lines += [
+        "| " + " | ".join([c, *(str(counts.get(c, 0)) for _, counts in rows)]) + " |" for c in categories
+    ]
+    return lines
+
+
+def transition_table(found: Sequence[Transition], *, changed_only: bool = True) -> list[str]:
+    """A Markdown table ``baseline → candidate | samples``; with ``changed_only``, the pairs whose
+    label changed (empty when none did)."""
+    shown = [t for t in found if t.source != t.target or not changed_only]
+    if not shown:
+        return []
+    lines = ["| Baseline | Candidate | Samples |", "| --- | --- | ---: |"]
+    lines += [f"| {t.source} | {t.target} | {t.count} |" for t in shown]
+    return lines
