@@ -13,6 +13,7 @@ from trex_eval.cli.finish import EXIT_USER_ERROR, note, report_result, run_inter
 from trex_eval.cli.options import (
     DEFAULT_GUROBI,
     DEFAULT_WORKERS,
+    PANEL_GRADING,
     PANEL_MODEL,
     PANEL_OUTPUT,
     PANEL_WHAT,
@@ -186,6 +187,15 @@ def run(
         ),
     ] = None,
     no_progress: NoProgressOption = False,
+    diagnose: Annotated[
+        bool,
+        typer.Option(
+            "--diagnose/--no-diagnose",
+            help="Store why each failing sample failed (a diagnosis category from edits of the model "
+            "it built, re-solved by the harness; verdicts never change).",
+            rich_help_panel=PANEL_GRADING,
+        ),
+    ] = True,
     data_dir: DataDirOption = None,
 ) -> None:
     """Generate, execute and grade: writes manifest.json, completions.jsonl, samples.jsonl and a summary.
@@ -264,6 +274,7 @@ def run(
             workers=workers_count(workers),
             command=command,
             show_progress=not no_progress,
+            diagnose=diagnose,
         )
     else:
         from trex_eval.backends.specs import implicit_spec
@@ -304,6 +315,7 @@ def run(
             workers=workers_count(workers),
             command=command,
             show_progress=not no_progress,
+            diagnose=diagnose,
         )
     if dry_run:
         from trex_eval.cli.dry_run import Price, print_dry_run
