@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from trex_eval.errors import ConfigError
+from trex_eval.reward.client import REWARD_KEY, completion_text
 from trex_eval.reward.records import InlineProblem, ProblemKey
 
-REWARD_KEY = "trex_problem"
-"""The dataset column (and ``extra_info`` / label field) holding a row's problem as JSON."""
+__all__ = ["REWARD_KEY", "completion_text", "problem_from", "problems_from_columns"]
 
 
 def problem_from(value: Any, *, where: str) -> ProblemKey | InlineProblem:
@@ -82,17 +82,3 @@ def _column(columns: Mapping[str, Any], name: str, count: int) -> list[Any]:
     if len(values) != count:
         raise ConfigError(f"column {name} has {len(values)} values for {count} completions")
     return values
-
-
-def completion_text(completion: Any) -> str:
-    """The text of one completion as trainers pass it: a string, or a conversation (a list of
-    ``{"role", "content"}`` messages, the last assistant message's content being the answer)."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list | tuple):
-        for message in reversed(completion):
-            if isinstance(message, Mapping) and message.get("role", "assistant") == "assistant":
-                content = message.get("content", "")
-                return content if isinstance(content, str) else str(content)
-        return ""
-    raise ConfigError(f"a completion of type {type(completion).__name__} is neither text nor messages")

@@ -1,0 +1,108 @@
+"""A TRL reward function that asks a ``trex-eval serve`` reward server, for a trainer that runs in
+another environment (its own torch, its own machine) than the grader::
+
+    # trex-eval serve -b nl4opt --port 8000          (the harness's environment)
+    from trex_eval.reward.client import RemoteReward  # the trainer's: needs only httpx
+    trainer = GRPOTrainer(..., reward_funcs=[RemoteReward("http://127.0.0.1:8000")])
+
+Each call posts the batch to ``/v1/score`` and returns the rewards in order. Rows name their
+problems as :class:`~.trl.TrlReward`'s do (a ``trex_problem`` JSON column, or ``benchmark`` +
+``problem_id``). A 429 (the server's queue is full) is retried after its ``Retry-After``; any
+other failure raises, with the server's message: a reward that silently fell back to 0 would
+train on noise. Imports nothing of trex-eval beyond this module (standard library and httpx).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+REWARD_KEY = "trex_problem"
+"""The dataset column holding a row's problem as JSON (as ``trex-eval export-rl`` writes it)."""
+
+
+class RemoteRewardError(RuntimeError):
+    """The reward server refused the batch or could not be reached (the message says why)."""
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion as trainers pass it: a string, or a conversation (a list of
+    ``{"role", "content"}`` messages, the last assistant message's content being the answer).
+
+    Raises:
+        TypeError: neither.
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list | tuple):
+        for message in reversed(completion):
+            if isinstance(message, Mapping) and message.get("role", "assistant") == "assistant":
+                content = message.get("content", "")
+                return content if isinstance(content, str) else str(content)
+        return ""
+    raise TypeError(f"a completion of type {type(completion).__name__} is neither text nor messages")
+
+
+class RemoteReward:
+    """A TRL reward function backed by the reward server at ``url``.
+
+    ``timeout_s``: seconds one batch may take (also sent as the request's deadline, so the server
+    answers unfinished rollouts ``not_run`` rather than the client giving up); ``retries``: how
+    many 429s to wait out. ``last_records`` keeps the latest batch's records (dicts).
+    """
+
+    def __init__(
+        self, url: str, *, timeout_s: float = 600.0, retries: int = 60, name: str = "trex_eval"
+    ) -> None:
+        self.__name__ = name
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.last_records: list[dict[str, Any]] = []
+        self._client = httpx.Client(timeout=timeout_s + 30.0)
+
+    def __call__(self, prompts: Any = None, completions: Any = None, **columns: Any) -> list[float]:
+        texts = [completion_text(item) for item in completions or ()]
+        problems = _problems(len(texts), columns)
+        body = {
+            "requests": [{"problem": p, "completion": t} for p, t in zip(problems, texts, strict=True)],
+            "deadline_s": self.timeout_s,
+        }
+        for _ in range(self.retries + 1):
+            try:
+                answer = self._client.post(f"{self.url}/v1/score", json=body)
+            except httpx.HTTPError as error:
+                raise RemoteRewardError(
+                    f"the reward server at {self.url} could not be reached: {error}"
+                ) from None
+            if answer.status_code != 429:
+                break
+            time.sleep(float(answer.headers.get("retry-after", "1")))
+        if answer.status_code != 200:
+            raise RemoteRewardError(f"the reward server answered {answer.status_code}: {answer.text[:2000]}")
+        self.last_records = answer.json()["records"]
+        return [float(record["reward"]) for record in self.last_records]
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _problems(count: int, columns: Mapping[str, Any]) -> list[Any]:
+    if REWARD_KEY in columns:
+        values = list(columns[REWARD_KEY])
+        problems = [json.loads(value) if isinstance(value, str) else value for value in values]
+    elif "benchmark" in columns and "problem_id" in columns:
+        pairs = zip(columns["benchmark"], columns["problem_id"], strict=True)
+        problems = [{"benchmark": str(b), "problem_id": str(p)} for b, p in pairs]
+    else:
+        raise RemoteRewardError(
+            f"the dataset rows name no problem (columns: {', '.join(sorted(columns)) or 'none'}): add a "
+            f"'{REWARD_KEY}' column (`trex-eval export-rl` writes one), or 'benchmark' and 'problem_id'"
+        )
+    if len(problems) != count:
+        raise RemoteRewardError(f"{len(problems)} problems for {count} completions")
+    return problems
