@@ -3,14 +3,17 @@ running a program again, the summary counts them and ``compare`` shows the trans
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 from pathlib import Path
 
 from cli_process import trex_eval
 
 from trex_eval.backends.base import BackendSpec
 from trex_eval.records import DiagnosisCategory, SamplingParams, Verdict
-from trex_eval.report import compare_runs, load_runs, render_comparison_markdown
+from trex_eval.report import compare_runs, load_runs, render_comparison_markdown, render_html_report
 from trex_eval.run import pipeline
 from trex_eval.run.regrade import CompletionFields, plan_regrade, run_regrade
 from trex_eval.run.spec import RunOptions, RunSpec
@@ -100,6 +103,17 @@ def test_compare_shows_what_changed(tmp_path: Path, data_dir: Path) -> None:
     assert "| sense_flipped | correct | 1 |" in markdown and "| data_access | data_access |" not in markdown
     shown = trex_eval("compare", str(base), str(trained), columns=160, cwd=tmp_path)
     assert "sense_flipped" in shown.stdout and "objective_scaled" in shown.stdout
+
+    page = render_html_report(load_runs([base, trained]))
+    assert '<section id="diagnoses">' in page
+    assert re.search(r'<span title="sense_flipped: 1"', page)  # the base run's stacked bar
+    transitions = page[page.index('<details class="transitions">') :]
+    assert "<td>sense_flipped</td><td>correct</td>" in transitions
+    assert "<td>data_access</td><td>data_access</td>" not in transitions  # unchanged: not listed
+    blob = re.search(r'<script type="application/octet-stream" id="texts-0">([^<]+)</script>', page)
+    assert blob is not None
+    bodies = json.loads(gzip.decompress(base64.b64decode(blob.group(1))))["bodies"]
+    assert any("diagnosis: <code>sense_flipped" in body for body in bodies)  # the problem's drill-down
 
 
 def test_grade_cli_diagnose_flag(tmp_path: Path, data_dir: Path) -> None:

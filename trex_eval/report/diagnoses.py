@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from trex_eval.records import Record, SampleRecord
 from trex_eval.report.runs import BenchmarkResults
+
+if TYPE_CHECKING:
+    from trex_eval.report.summary import RunSummary
 
 CORRECT = "correct"
 MISSING = "missing"
@@ -87,3 +92,32 @@ def transition_table(found: Sequence[Transition], *, changed_only: bool = True) 
     lines = ["| Baseline | Candidate | Samples |", "| --- | --- | ---: |"]
     lines += [f"| {t.source} | {t.target} | {t.count} |" for t in shown]
     return lines
+
+
+@dataclass(frozen=True)
+class DiagnosisTable:
+    """The HTML report's "why samples failed" section: ``categories`` (most frequent first over
+    all runs), per run its label, its counts per category over all its benchmarks (``totals``, in
+    ``categories`` order) and per benchmark (``rows``: benchmark, counts in that order)."""
+
+    categories: tuple[str, ...]
+    runs: tuple[tuple[str, tuple[int, ...], tuple[tuple[str, tuple[int, ...]], ...]], ...]
+
+
+def diagnosis_section(summaries: Sequence[RunSummary], labels: Sequence[str]) -> DiagnosisTable:
+    """The section's numbers from the runs' summaries (empty ``categories`` when nothing was
+    diagnosed)."""
+    overall: Counter[str] = Counter()
+    for summary in summaries:
+        for bench in summary.benchmarks:
+            overall.update(bench.diagnoses)
+    categories = tuple(name for name, _ in sorted(overall.items(), key=lambda item: (-item[1], item[0])))
+    runs = []
+    for label_text, summary in zip(labels, summaries, strict=True):
+        rows = tuple(
+            (bench.benchmark, tuple(bench.diagnoses.get(name, 0) for name in categories))
+            for bench in summary.benchmarks
+        )
+        totals = tuple(sum(counts[i] for _, counts in rows) for i in range(len(categories)))
+        runs.append((label_text, totals, rows))
+    return DiagnosisTable(categories, tuple(runs))

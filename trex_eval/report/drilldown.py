@@ -33,6 +33,8 @@ class _SampleView:
     rule: str
     reason: str
     execution: str
+    diagnosis: str = ""
+    """Why it failed: the diagnosis category, its detail and evidence (empty when none)."""
     texts: tuple[TextPair, ...] = ()
 
 
@@ -269,7 +271,18 @@ def _sample_view(index: int, record: SampleRecord) -> _SampleView:
         rule=record.grade.rule,
         reason=record.grade.reason,
         execution=status,
+        diagnosis=_diagnosis_text(record),
     )
+
+
+def _diagnosis_text(record: SampleRecord) -> str:
+    found = record.grade.diagnosis
+    if found is None:
+        return ""
+    text = found.category.value + (f": {found.detail}" if found.detail else "")
+    if found.evidence:
+        text += " (" + ", ".join(f"{key} {value:g}" for key, value in found.evidence.items()) + ")"
+    return text
 
 
 def _with_texts(view: _SampleView, record: SampleRecord, limit: int, table: _TextTable) -> _SampleView:

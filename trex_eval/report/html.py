@@ -45,6 +45,7 @@ from trex_eval.records import Record
 from trex_eval.report.charts import OUTCOME_COLOURS
 from trex_eval.report.compare import ComparisonSet, compare_runs
 from trex_eval.report.definitions import DEFINITIONS, MACRO_LABEL
+from trex_eval.report.diagnoses import diagnosis_section
 from trex_eval.report.drilldown import drilldown
 from trex_eval.report.html_charts import delta_charts, outcome_chart, score_charts
 from trex_eval.report.intervals import SMALL_N, IntervalSettings
@@ -136,6 +137,7 @@ def render_html_report(
     environment.filters["pct"] = percent
     environment.filters["pp"] = _pp
     environment.filters["pvalue"] = lambda value: f"{value:.3g}"
+    environment.tests["same_label"] = lambda step: step.source == step.target
     template = environment.get_template("report.html.j2")
     return template.render(
         title=settings.title,
@@ -149,6 +151,7 @@ def render_html_report(
         comparison_error=comparison_error,
         delta_charts=delta_charts(comparisons) if comparisons else [],
         outcome_chart=outcome_chart(summaries, labels),
+        diagnoses=diagnosis_section(summaries, labels),
         drill=drilldown(
             runs,
             labels,

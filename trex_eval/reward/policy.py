@@ -81,16 +81,23 @@ def stage_of(verdict: Verdict, execution: Execution | None, program: Program) ->
     return "executes"
 
 
-@dataclass(frozen=True)
-class Binary:
-    name: str = "binary"
-    version: int = 1
-    description: str = "1.0 for correct, else 0.0"
-    verify_wrong: bool = False
+class _Versioned:
+    """``spec`` from ``name`` and ``version``, as rules spell theirs."""
+
+    name: str
+    version: int
 
     @property
     def spec(self) -> str:
         return f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True)
+class Binary(_Versioned):
+    name: str = "binary"
+    version: int = 1
+    description: str = "1.0 for correct, else 0.0"
+    verify_wrong: bool = False
 
     def pay(self, verdict: Verdict, execution: Execution | None, program: Program) -> tuple[float, str]:
         stage = stage_of(verdict, execution, program)
@@ -98,7 +105,7 @@ class Binary:
 
 
 @dataclass(frozen=True)
-class Staged:
+class Staged(_Versioned):
     name: str = "staged"
     version: int = 1
     description: str = "0 no program, 0.1 format, 0.2 executes, 0.5 verified feasible, 1.0 correct"
@@ -110,10 +117,6 @@ class Staged:
         ("feasible", 0.5),
         ("correct", 1.0),
     )
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}@{self.version}"
 
     def pay(self, verdict: Verdict, execution: Execution | None, program: Program) -> tuple[float, str]:
         stage = stage_of(verdict, execution, program)

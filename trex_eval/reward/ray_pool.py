@@ -12,17 +12,14 @@ verdicts do not depend on where a rollout ran. ``ray`` is imported on :meth:`sta
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from trex_eval.errors import ConfigError
-from trex_eval.reward.catalogue import Catalogue, ScorerSettings, Target
-from trex_eval.reward.policy import RewardPolicy, get_policy
+from trex_eval.reward.catalogue import ScorerSettings, Target
+from trex_eval.reward.front import ScorerFront
 from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest
 
 
@@ -58,7 +55,7 @@ class _ScorerActor:
         return {"host": socket.gethostname(), **self.scorer.describe()}
 
 
-class RayRewardPool:
+class RayRewardPool(ScorerFront):
     """Scores rollouts on Ray actors; see the module docstring.
 
     Raises (from :meth:`start`): ConfigError when ``ray`` is not installed or no actor can start.
@@ -67,10 +64,8 @@ class RayRewardPool:
     def __init__(
         self, settings: ScorerSettings | None = None, ray_settings: RayPoolSettings | None = None
     ) -> None:
-        self.settings = settings or ScorerSettings()
+        super().__init__(settings)
         self.ray_settings = ray_settings or RayPoolSettings()
-        self.policy: RewardPolicy = get_policy(self.settings.policy)
-        self.catalogue = Catalogue(self.settings)
         self._actors: list[Any] = []
         self._in_flight: list[int] = []
         self._lock = threading.Lock()
@@ -115,51 +110,8 @@ class RayRewardPool:
             ray.shutdown()
             self._started_ray = False
 
-    def __enter__(self) -> RayRewardPool:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> RayRewardPool:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.close)
-
-    def describe(self) -> dict[str, object]:
-        return {
-            "policy": self.policy.spec,
-            "protocol": self.settings.protocol,
-            "rule_override": self.settings.rule,
-            "inline_rule": self.catalogue.inline_rule.spec,
-            "benchmarks": self.catalogue.rules(),
-            "ray": {"actors": len(self._actors), "placement": getattr(self, "placement", [])},
-        }
-
-    def target(self, problem: ProblemKey | InlineProblem) -> Target:
-        return self.catalogue.target(problem)
-
-    def score(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
-        """As :meth:`.scorer.RewardScorer.score`."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.ascore(requests))
-        raise ConfigError("RayRewardPool.score was called inside a running event loop", hint="await ascore()")
-
-    async def ascore(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
-        targets = [self.target(request.problem) for request in requests]
-        pairs = zip(targets, requests, strict=True)
-        return list(
-            await asyncio.gather(
-                *(self.score_target(target, request.completion) for target, request in pairs)
-            )
-        )
+    def _where(self) -> dict[str, object]:
+        return {"ray": {"actors": len(self._actors), "placement": getattr(self, "placement", [])}}
 
     async def score_target(self, target: Target, text: str) -> RewardRecord:
         """The record of one rollout, graded on the least busy actor."""

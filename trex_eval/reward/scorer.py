@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
-from types import TracebackType
 
 from trex_eval.errors import ConfigError
 from trex_eval.extract import extract
@@ -32,9 +30,9 @@ from trex_eval.records import (
     SandboxLimits,
     Verdict,
 )
-from trex_eval.reward.catalogue import INLINE_BENCHMARK, Catalogue, ScorerSettings, Target
-from trex_eval.reward.policy import RewardPolicy, get_policy
-from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest, RewardTimings
+from trex_eval.reward.catalogue import INLINE_BENCHMARK, ScorerSettings, Target
+from trex_eval.reward.front import ScorerFront
+from trex_eval.reward.records import RewardRecord, RewardTimings
 from trex_eval.run.session import ReferenceModels
 from trex_eval.sandbox import Job, SandboxPool
 from trex_eval.sandbox.verify import verify_last_solve
@@ -42,7 +40,7 @@ from trex_eval.sandbox.verify import verify_last_solve
 __all__ = ["INLINE_BENCHMARK", "RewardScorer", "ScorerSettings", "Target"]
 
 
-class RewardScorer:
+class RewardScorer(ScorerFront):
     """Scores rollouts; see the module docstring. Start it (``with``, ``async with`` or
     :meth:`start`) before scoring: starting the sandbox pool takes a few seconds.
 
@@ -50,9 +48,7 @@ class RewardScorer:
     """
 
     def __init__(self, settings: ScorerSettings | None = None) -> None:
-        self.settings = settings or ScorerSettings()
-        self.policy: RewardPolicy = get_policy(self.settings.policy)
-        self.catalogue = Catalogue(self.settings)
+        super().__init__(settings)
         self._lock = threading.Lock()
         self._references = ReferenceModels()
         self._pool: SandboxPool | None = None
@@ -87,66 +83,11 @@ class RewardScorer:
         if pool is not None:
             pool.close()
 
-    def __enter__(self) -> RewardScorer:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> RewardScorer:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.close)
-
-    def describe(self) -> dict[str, object]:
-        """What scores (for manifests and the server's health answer)."""
+    def _where(self) -> dict[str, object]:
         pool = self._pool
-        return {
-            "policy": self.policy.spec,
-            "protocol": self.settings.protocol,
-            "rule_override": self.settings.rule,
-            "inline_rule": self.catalogue.inline_rule.spec,
-            "benchmarks": self.catalogue.rules(),
-            "sandbox": pool.describe() if pool is not None else None,
-        }
-
-    # ------------------------------------------------------------------ scoring
-
-    def score(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
-        """One record per request, in order; blocks until all are graded.
-
-        Raises:
-            ConfigError: called from a running event loop (use :meth:`ascore`), or a request names
-                an unknown benchmark or problem.
-        """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.ascore(requests))
-        raise ConfigError(
-            "RewardScorer.score was called inside a running event loop",
-            hint="await scorer.ascore(requests) there instead",
-        )
-
-    async def ascore(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
-        """:meth:`score` for asyncio code: the rollouts run concurrently."""
-        targets = [self.target(request.problem) for request in requests]  # fail before running any
-        return list(
-            await asyncio.gather(
-                *(
-                    self.score_target(target, request.completion)
-                    for target, request in zip(targets, requests, strict=True)
-                )
-            )
-        )
+        return {"sandbox": pool.describe() if pool is not None else None}
 
     async def score_target(self, target: Target, text: str) -> RewardRecord:
-        """The record of one rollout answering ``target`` (from :meth:`target`)."""
         pool = self._pool
         if pool is None:
             raise ConfigError(
@@ -213,7 +154,3 @@ class RewardScorer:
         if checked is execution:
             return execution, grade
         return checked, self._grade(target, checked)
-
-    def target(self, problem: ProblemKey | InlineProblem) -> Target:
-        """The problem ready to grade (:meth:`.catalogue.Catalogue.target`)."""
-        return self.catalogue.target(problem)

@@ -1,0 +1,101 @@
+"""What every reward scorer offers on top of grading one rollout: the context managers, batch
+scoring (blocking and asyncio), key lookup and the description of what grades. A scorer
+(:class:`~.scorer.RewardScorer`, :class:`~.ray_pool.RayRewardPool`) supplies ``start``, ``close``,
+``score_target`` and the extra part of its description."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TypeVar
+
+from trex_eval.errors import ConfigError
+from trex_eval.reward.catalogue import Catalogue, ScorerSettings, Target
+from trex_eval.reward.policy import RewardPolicy, get_policy
+from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest
+
+_Scorer = TypeVar("_Scorer", bound="ScorerFront")
+
+
+class ScorerFront:
+    """The shared half of a scorer; see the module docstring.
+
+    Raises (from the constructor): ConfigError for an unknown policy or rule.
+    """
+
+    def __init__(self, settings: ScorerSettings | None = None) -> None:
+        self.settings = settings or ScorerSettings()
+        self.policy: RewardPolicy = get_policy(self.settings.policy)
+        self.catalogue = Catalogue(self.settings)
+
+    def start(self: _Scorer) -> _Scorer:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    async def score_target(self, target: Target, text: str) -> RewardRecord:
+        """The record of one rollout answering ``target`` (from :meth:`target`)."""
+        raise NotImplementedError
+
+    def _where(self) -> dict[str, object]:
+        """Where rollouts run (the sandbox pool, the Ray actors), for :meth:`describe`."""
+        raise NotImplementedError
+
+    def __enter__(self: _Scorer) -> _Scorer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self: _Scorer) -> _Scorer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.close)
+
+    def describe(self) -> dict[str, object]:
+        """What scores (for manifests and the server's health answer)."""
+        return {
+            "policy": self.policy.spec,
+            "protocol": self.settings.protocol,
+            "rule_override": self.settings.rule,
+            "inline_rule": self.catalogue.inline_rule.spec,
+            "benchmarks": self.catalogue.rules(),
+            **self._where(),
+        }
+
+    def target(self, problem: ProblemKey | InlineProblem) -> Target:
+        """The problem ready to grade (:meth:`.catalogue.Catalogue.target`)."""
+        return self.catalogue.target(problem)
+
+    def score(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
+        """One record per request, in order; blocks until all are graded.
+
+        Raises:
+            ConfigError: called from a running event loop (use :meth:`ascore`), or a request names
+                an unknown benchmark or problem.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ascore(requests))
+        raise ConfigError(
+            f"{type(self).__name__}.score was called inside a running event loop",
+            hint="await scorer.ascore(requests) there instead",
+        )
+
+    async def ascore(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
+        """:meth:`score` for asyncio code: the rollouts run concurrently."""
+        targets = [self.target(request.problem) for request in requests]  # fail before running any
+        pairs = zip(targets, requests, strict=True)
+        return list(
+            await asyncio.gather(
+                *(self.score_target(target, request.completion) for target, request in pairs)
+            )
+        )
