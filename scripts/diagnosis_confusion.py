@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.benchmarks.data import resolve_data_dir
+from trex_eval.grading.diagnosis import DiagnosisBudget
 from trex_eval.grading.diagnosis.values import label_decimals
 from trex_eval.protocols.plan import EvaluationPlan, plan_for
 from trex_eval.records import (
@@ -262,6 +263,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--benchmark", default="b4o-feasible")
     parser.add_argument("--show", action="store_true", help="print every mutant that was misdiagnosed")
+    parser.add_argument(
+        "--budget-s", type=float, default=None, help="seconds per sample (default: the run's)"
+    )
     args = parser.parse_args()
     bench = load_benchmark(args.benchmark, data_dir=resolve_data_dir(None))
     plan = plan_for(bench)
@@ -269,6 +273,7 @@ def main() -> None:
     rows: list[tuple[str, str]] = []
     excluded: Counter[str] = Counter()
     judged = diagnosed = worst = 0.0
+    budget = DiagnosisBudget() if args.budget_s is None else DiagnosisBudget(time_s=args.budget_s)
     with SandboxPool(workers=args.workers, verify=False) as pool, ThreadPoolExecutor(args.workers) as lanes:
         originals = list(lanes.map(lambda p: (p, _fenced(p, _code_of(plan, p))), problems))
         checked = list(lanes.map(lambda item: graded(pool, plan, item[0], item[1]), originals))
@@ -280,6 +285,7 @@ def main() -> None:
         ]
         print(f"{len(problems)} reference programs, {len(corpus)} mutants")
         results = list(lanes.map(lambda m: graded(pool, plan, m.problem, m.completion), corpus))
+    judged_failing = 0.0
     for mutant, (execution, grade, seconds) in zip(corpus, results, strict=True):
         judged += seconds
         if grade.verdict is Verdict.CORRECT:
@@ -296,9 +302,10 @@ def main() -> None:
             excluded[f"{grade.verdict.value} ({mutant.mutation})"] += 1
             continue
         started = time.perf_counter()
-        done = plan.diagnosed(mutant.problem, mutant.completion, execution, grade)
+        done = plan.diagnosed(mutant.problem, mutant.completion, execution, grade, budget=budget)
         spent = time.perf_counter() - started
         diagnosed, worst = diagnosed + spent, max(worst, spent)
+        judged_failing += seconds
         predicted = done.diagnosis.category.value if done.diagnosis else "none"
         expected = _expected(mutant, execution)
         rows.append((expected, predicted))
@@ -307,6 +314,15 @@ def main() -> None:
             print(f"  {mutant.problem.id} {mutant.mutation}: expected {expected}, got {predicted}")
             print(f"    diagnosis: {detail}; grade: {grade.reason[:160]}")
     _report(rows, excluded, (judged, diagnosed, worst))
+    # A run where half the samples fail: per failing sample, its grading and its diagnosis; per
+    # passing one (the reference programs themselves), its grading only.
+    passing = sum(seconds for _, _, seconds in checked) / max(1, len(checked))
+    failing = len(rows)
+    print(
+        f"budget {budget.time_s:g} s; a run where half the samples fail: diagnosis adds "
+        f"{diagnosed / max(1e-9, judged_failing + passing * failing):.0%} to its grading time "
+        f"({failing} failing samples diagnosed in {diagnosed:.1f} s)"
+    )
 
 
 def _code_of(plan: EvaluationPlan, problem: Problem) -> str:
