@@ -10,14 +10,19 @@ built at run time from hex text, so the reader's own source never holds the byte
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sandbox_support import require_bwrap
 
 from trex_eval.records import ExecStatus
 from trex_eval.sandbox import Job, SandboxLimits, SandboxPool
+
+REPO = Path(__file__).resolve().parents[2]
 
 PULP_WRITER = """
 import pulp
@@ -140,11 +145,19 @@ def test_counters_do_not_carry_from_one_job_to_the_next(one_worker: SandboxPool)
     assert all(view == seen[0] for view in seen), seen
     first = seen[0]
     assert isinstance(first, dict)
-    assert first["tmp_entries"] == ["job", "tmp"] and first["shm_entries"] == []
+    # Besides the job's folders, a fresh /tmp holds only what the worker binds back into every
+    # one: the first folder under /tmp of a checkout or interpreter living there (a clone in /tmp).
+    kept = {_under_tmp(path) for path in (str(REPO), sys.prefix, sys.base_prefix, sys.executable)} - {None}
+    assert sorted(set(first["tmp_entries"]) - kept) == ["job", "tmp"] and first["shm_entries"] == []
     # The job's own PID namespace, numbered from 1, and a /proc that shows only it.
     assert first["pid"] == 1 and first["proc_self"] == "1" and first["processes"] == ["1"]
     assert first["machine_counters"] == []
     assert one_worker.describe()["jobs"]["random_pids"] is True  # type: ignore[index]
+
+
+def _under_tmp(path: str) -> str | None:
+    parts = Path(os.path.realpath(path)).parts
+    return parts[2] if len(parts) > 2 and parts[1] == "tmp" else None
 
 
 FAKED = ("cvxpy", "pyomo.environ", "scipy.optimize")
