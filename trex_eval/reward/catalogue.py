@@ -8,9 +8,12 @@ every key in the calling process before a rollout travels to an actor). Reads be
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.benchmarks.data import resolve_data_dir, sources_root
@@ -43,6 +46,34 @@ class ScorerSettings:
     workers: int = 2
     isolation: str = "auto"
 
+    @classmethod
+    def from_mapping(cls, fields: Mapping[str, Any], *, what: str = "reward settings") -> ScorerSettings:
+        """Settings from plain values (verl's ``reward_kwargs``, a Ray actor's arguments): lists
+        for ``benchmarks``, text for ``data_dir``.
+
+        Raises:
+            ConfigError: a key that is not a field (the message calls the mapping ``what``).
+        """
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown {what}: {', '.join(unknown)}", hint=f"known: {', '.join(sorted(known))}"
+            )
+        values = dict(fields)
+        if "benchmarks" in values:
+            values["benchmarks"] = tuple(values["benchmarks"])
+        if values.get("data_dir") is not None:
+            values["data_dir"] = Path(values["data_dir"])
+        return cls(**values)
+
+    def as_mapping(self) -> dict[str, Any]:
+        """The settings as plain values, which :meth:`from_mapping` reads back."""
+        values = dataclasses.asdict(self)
+        values["benchmarks"] = list(self.benchmarks)
+        values["data_dir"] = None if self.data_dir is None else str(self.data_dir)
+        return values
+
 
 @dataclass(frozen=True)
 class Target:
@@ -51,9 +82,9 @@ class Target:
     benchmark: str
     problem: Problem
     plan: EvaluationPlan | None
-    rule: ObjectiveRule | None = None
-    requested: str = ""
-    """The benchmark as the request named it (a name or a YAML path); empty for inline problems."""
+    rule: ObjectiveRule | None
+    key: ProblemKey | InlineProblem
+    """The problem as the request named it (what travels to a Ray actor)."""
 
     @property
     def rule_spec(self) -> str:
@@ -118,7 +149,7 @@ class Catalogue:
                 reference=reference,
                 instance_files=dict(problem.files),
             )
-            return Target(INLINE_BENCHMARK, record, None, self.inline_rule)
+            return Target(INLINE_BENCHMARK, record, None, self.inline_rule, problem)
         with self._lock:
             loaded = self._plans.get(problem.benchmark)
             if loaded is None:
@@ -139,7 +170,7 @@ class Catalogue:
                 f"benchmark '{problem.benchmark}' has no problem '{problem.problem_id}'",
                 hint=f"ids look like {examples}",
             )
-        return Target(plan.benchmark.name, found, plan, requested=problem.benchmark)
+        return Target(plan.benchmark.name, found, plan, None, problem)
 
     def _load(self, name: str) -> tuple[EvaluationPlan, dict[str, Problem]]:
         """Load and plan benchmark ``name`` (the caller holds the lock)."""

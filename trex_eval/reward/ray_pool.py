@@ -13,14 +13,13 @@ verdicts do not depend on where a rollout ran. ``ray`` is imported on :meth:`sta
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from trex_eval.errors import ConfigError
 from trex_eval.reward.catalogue import ScorerSettings, Target
 from trex_eval.reward.front import ScorerFront
-from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest
+from trex_eval.reward.records import RewardRecord, RewardRequest
 
 
 @dataclass(frozen=True)
@@ -40,10 +39,7 @@ class _ScorerActor:
     def __init__(self, settings: dict[str, Any]) -> None:
         from trex_eval.reward.scorer import RewardScorer
 
-        fields = dict(settings)
-        fields["benchmarks"] = tuple(fields["benchmarks"])
-        fields["data_dir"] = None if fields["data_dir"] is None else Path(fields["data_dir"])
-        self.scorer = RewardScorer(ScorerSettings(**fields)).start()
+        self.scorer = RewardScorer(ScorerSettings.from_mapping(settings)).start()
 
     async def score(self, request: str) -> str:
         [record] = await self.scorer.ascore([RewardRequest.model_validate_json(request)])
@@ -85,8 +81,7 @@ class RayRewardPool(ScorerFront):
             self._started_ray = True
         alive = [node for node in ray.nodes() if node.get("Alive")]  # type: ignore[no-untyped-call]
         count = self.ray_settings.actors or max(1, len(alive))
-        fields = asdict(self.settings)
-        fields["data_dir"] = None if self.settings.data_dir is None else str(self.settings.data_dir)
+        fields = self.settings.as_mapping()
         remote = ray.remote(num_cpus=self.ray_settings.cpus_per_actor, scheduling_strategy="SPREAD")(
             _ScorerActor
         )
@@ -117,19 +112,7 @@ class RayRewardPool(ScorerFront):
         """The record of one rollout, graded on the least busy actor."""
         if not self._actors:
             raise ConfigError("the Ray reward pool is not started", hint="use `with RayRewardPool(...)`")
-        problem: ProblemKey | InlineProblem
-        if target.plan is None:
-            reference = target.problem.reference
-            problem = InlineProblem(
-                problem_id=target.problem.id,
-                question=target.problem.question,
-                value=getattr(reference, "value", None),
-                status=getattr(reference, "status", InlineProblem.model_fields["status"].default),
-                files=dict(target.problem.instance_files),
-            )
-        else:
-            problem = ProblemKey(benchmark=target.requested, problem_id=target.problem.id)
-        request = RewardRequest(problem=problem, completion=text).model_dump_json()
+        request = RewardRequest(problem=target.key, completion=text).model_dump_json()
         with self._lock:
             index = min(range(len(self._actors)), key=self._in_flight.__getitem__)
             self._in_flight[index] += 1

@@ -19,10 +19,8 @@ verl logs beside it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from trex_eval.errors import ConfigError
 from trex_eval.reward.problems import REWARD_KEY, problem_from
 from trex_eval.reward.records import RewardRecord, RewardRequest
 from trex_eval.reward.scorer import ScorerSettings
@@ -57,24 +55,9 @@ def compute_score_batch(
             "extra_info" if named is not None else "ground_truth"
         )
         requests.append(RewardRequest(problem=problem_from(source, where=where), completion=text))
-    records = shared_scorer(_settings(kwargs)).score(requests)
+    records = shared_scorer(ScorerSettings.from_mapping(kwargs, what="reward_kwargs")).score(requests)
     return [_verl_dict(record) for record in records]
 
 
 def _verl_dict(record: RewardRecord) -> dict[str, float]:
     return {"score": record.reward, "correct": 1.0 if record.verdict.value == "correct" else 0.0}
-
-
-def _settings(kwargs: Mapping[str, Any]) -> ScorerSettings:
-    fields = dict(kwargs)
-    known = set(ScorerSettings.__dataclass_fields__)
-    unknown = sorted(set(fields) - known)
-    if unknown:
-        raise ConfigError(
-            f"unknown reward_kwargs: {', '.join(unknown)}", hint=f"known: {', '.join(sorted(known))}"
-        )
-    if "benchmarks" in fields:
-        fields["benchmarks"] = tuple(fields["benchmarks"])
-    if fields.get("data_dir") is not None:
-        fields["data_dir"] = Path(fields["data_dir"])
-    return ScorerSettings(**fields)
