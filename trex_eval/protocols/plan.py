@@ -111,13 +111,7 @@ class EvaluationPlan:
         answer stays wrong. Returns the execution as verified (stored with
         the grade) and the grade. Blocking (seconds for a hard MILP): call it off the event loop.
         """
-        grade = self.grade(problem, execution, reference_model=reference_model)
-        if grade.verdict is not Verdict.UNVERIFIED:
-            return execution, grade
-        checked = verify_last_solve(execution)
-        if checked is execution:
-            return execution, grade
-        return checked, self.grade(problem, checked, reference_model=reference_model)
+        return judged(lambda found: self.grade(problem, found, reference_model=reference_model), execution)
 
     def diagnosed(
         self,
@@ -211,6 +205,22 @@ class EvaluationPlan:
         verdict = failure_verdict(execution.status)
         detail = execution.detail or execution.error_type or ""
         return self.failed(verdict, f"{what}: {verdict.value}" + (f" ({detail})" if detail else ""))
+
+
+def judged(
+    grade: Callable[[Execution], Grade], execution: Execution, *, verify_wrong: bool = False
+) -> tuple[Execution, Grade]:
+    """``grade(execution)``, verified first where it matters (see :meth:`EvaluationPlan.judge`):
+    the last solve is re-solved by the harness and graded again when the first grade is
+    ``unverified``, and also when it is ``wrong`` with ``verify_wrong`` (a reward policy that pays
+    for a verified feasible model). Returns the execution as verified and its grade."""
+    first = grade(execution)
+    if first.verdict is not Verdict.UNVERIFIED and not (verify_wrong and first.verdict is Verdict.WRONG):
+        return execution, first
+    checked = verify_last_solve(execution)
+    if checked is execution:
+        return execution, first
+    return checked, grade(checked)
 
 
 def _resolved(model: LinearModel, seconds: float, *, prefer_gurobi: bool) -> Resolve:

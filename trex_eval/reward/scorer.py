@@ -15,11 +15,13 @@ hidden folder already (a shipped benchmark); otherwise the call fails and says t
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 
 from trex_eval.errors import ConfigError
 from trex_eval.extract import extract
+from trex_eval.protocols.plan import judged
 from trex_eval.records import (
     Completion,
     ExecStatus,
@@ -28,14 +30,12 @@ from trex_eval.records import (
     ObjectiveReference,
     Program,
     SandboxLimits,
-    Verdict,
 )
 from trex_eval.reward.catalogue import INLINE_BENCHMARK, ScorerSettings, Target
 from trex_eval.reward.front import ScorerFront
 from trex_eval.reward.records import RewardRecord, RewardTimings
 from trex_eval.run.session import ReferenceModels
 from trex_eval.sandbox import Job, SandboxPool
-from trex_eval.sandbox.verify import verify_last_solve
 
 __all__ = ["INLINE_BENCHMARK", "RewardScorer", "ScorerSettings", "Target"]
 
@@ -144,13 +144,6 @@ class RewardScorer(ScorerFront):
 
     def _judge(self, target: Target, execution: Execution) -> tuple[Execution, Grade]:
         """The grade, re-solving the captured model where the verdict (or the policy) needs it."""
-        grade = self._grade(target, execution)
-        needs = grade.verdict is Verdict.UNVERIFIED or (
-            self.policy.verify_wrong and grade.verdict is Verdict.WRONG
+        return judged(
+            functools.partial(self._grade, target), execution, verify_wrong=self.policy.verify_wrong
         )
-        if not needs:
-            return execution, grade
-        checked = verify_last_solve(execution)
-        if checked is execution:
-            return execution, grade
-        return checked, self._grade(target, checked)
