@@ -67,7 +67,11 @@ class RemoteReward:
 
     def __call__(self, prompts: Any = None, completions: Any = None, **columns: Any) -> list[float]:
         texts = [completion_text(item) for item in completions or ()]
-        problems = _problems(len(texts), columns)
+        try:
+            named = row_problems(len(texts), columns)
+        except RowsError as error:
+            raise RemoteRewardError(f"{error}: {error.hint}" if error.hint else str(error)) from None
+        problems = [json.loads(value) if isinstance(value, str) else value for value in named]
         body = {
             "requests": [{"problem": p, "completion": t} for p, t in zip(problems, texts, strict=True)],
             "deadline_s": self.timeout_s,
@@ -91,18 +95,36 @@ class RemoteReward:
         self._client.close()
 
 
-def _problems(count: int, columns: Mapping[str, Any]) -> list[Any]:
+class RowsError(ValueError):
+    """A trainer's dataset columns name no problem per row (``hint`` says what to add)."""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def row_problems(count: int, columns: Mapping[str, Any]) -> list[Any]:
+    """What names each of ``count`` rows' problem in a trainer's dataset columns (lists, one value
+    per row): the :data:`REWARD_KEY` values as they are (JSON text or mappings), else a mapping
+    ``{"benchmark", "problem_id"}`` per row from those two columns.
+
+    Raises:
+        RowsError: neither form is there, or a column's length is not ``count``.
+    """
     if REWARD_KEY in columns:
-        values = list(columns[REWARD_KEY])
-        problems = [json.loads(value) if isinstance(value, str) else value for value in values]
-    elif "benchmark" in columns and "problem_id" in columns:
-        pairs = zip(columns["benchmark"], columns["problem_id"], strict=True)
-        problems = [{"benchmark": str(b), "problem_id": str(p)} for b, p in pairs]
-    else:
-        raise RemoteRewardError(
-            f"the dataset rows name no problem (columns: {', '.join(sorted(columns)) or 'none'}): add a "
-            f"'{REWARD_KEY}' column (`trex-eval export-rl` writes one), or 'benchmark' and 'problem_id'"
-        )
-    if len(problems) != count:
-        raise RemoteRewardError(f"{len(problems)} problems for {count} completions")
-    return problems
+        return _column(columns, REWARD_KEY, count)
+    if "benchmark" in columns and "problem_id" in columns:
+        pairs = zip(_column(columns, "benchmark", count), _column(columns, "problem_id", count), strict=True)
+        return [{"benchmark": str(b), "problem_id": str(p)} for b, p in pairs]
+    raise RowsError(
+        f"the dataset rows name no problem (columns: {', '.join(sorted(columns)) or 'none'})",
+        hint=f"add a '{REWARD_KEY}' column (`trex-eval export-rl` writes one), or 'benchmark' and "
+        "'problem_id' columns",
+    )
+
+
+def _column(columns: Mapping[str, Any], name: str, count: int) -> list[Any]:
+    values = list(columns[name])
+    if len(values) != count:
+        raise RowsError(f"column {name} has {len(values)} values for {count} completions")
+    return values

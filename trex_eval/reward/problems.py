@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from trex_eval.errors import ConfigError
-from trex_eval.reward.client import REWARD_KEY, completion_text
+from trex_eval.reward.client import REWARD_KEY, RowsError, completion_text, row_problems
 from trex_eval.reward.records import InlineProblem, ProblemKey
 
 __all__ = ["REWARD_KEY", "completion_text", "problem_from", "problems_from_columns"]
@@ -58,27 +58,15 @@ def problem_from(value: Any, *, where: str) -> ProblemKey | InlineProblem:
 
 def problems_from_columns(count: int, columns: Mapping[str, Any]) -> list[ProblemKey | InlineProblem]:
     """The problems of ``count`` rows from a trainer's dataset columns (lists, one value per
-    row): :data:`REWARD_KEY`, else ``benchmark`` + ``problem_id``.
+    row): :data:`REWARD_KEY`, else ``benchmark`` + ``problem_id`` (:func:`.client.row_problems`).
 
     Raises:
-        ConfigError: neither form is there, or a column's length is not ``count``.
+        ConfigError: neither form is there, a column's length is not ``count``, or a value names
+            no problem.
     """
-    if REWARD_KEY in columns:
-        values = _column(columns, REWARD_KEY, count)
-        return [problem_from(value, where=f"column {REWARD_KEY}, row {i}") for i, value in enumerate(values)]
-    if "benchmark" in columns and "problem_id" in columns:
-        benchmarks = _column(columns, "benchmark", count)
-        ids = _column(columns, "problem_id", count)
-        return [ProblemKey(benchmark=str(b), problem_id=str(p)) for b, p in zip(benchmarks, ids, strict=True)]
-    raise ConfigError(
-        f"the dataset rows name no problem (columns: {', '.join(sorted(columns)) or 'none'})",
-        hint=f"add a '{REWARD_KEY}' column (`trex-eval export-rl` writes one), or 'benchmark' and "
-        "'problem_id' columns",
-    )
-
-
-def _column(columns: Mapping[str, Any], name: str, count: int) -> list[Any]:
-    values = list(columns[name])
-    if len(values) != count:
-        raise ConfigError(f"column {name} has {len(values)} values for {count} completions")
-    return values
+    try:
+        values = row_problems(count, columns)
+    except RowsError as error:
+        raise ConfigError(str(error), hint=error.hint or None) from None
+    column = f"column {REWARD_KEY}, " if REWARD_KEY in columns else ""
+    return [problem_from(value, where=f"{column}row {i}") for i, value in enumerate(values)]
