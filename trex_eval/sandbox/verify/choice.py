@@ -8,6 +8,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 from ...records import Execution, LinearModel, SolveRecord, SolveStatus
 from .base import Deadline, OutOfTime, Resolve, Unsolvable
@@ -117,9 +118,7 @@ class _Memo:
         if result.status is SolveStatus.TIME_LIMIT:
             return
         with self.lock:
-            self.by_text[key] = (integral, result)
-            while len(self.by_text) > self.size:
-                self.by_text.popitem(last=False)
+            self._keep(self.by_text, key, (integral, result))
 
     def get(
         self, key: tuple[bytes, bool], compute: Callable[[], Resolve], *, timeout_s: float | None = None
@@ -153,10 +152,15 @@ class _Memo:
         if result.status is SolveStatus.TIME_LIMIT:
             return result
         with self.lock:
-            self.done[key] = result
-            while len(self.done) > self.size:
-                self.done.popitem(last=False)
+            self._keep(self.done, key, result)
         return result
+
+    def _keep(self, table: OrderedDict[Any, Any], key: object, value: object) -> None:
+        """Store ``value`` as the newest entry of ``table``, dropping its oldest beyond ``size``
+        (the caller holds the lock)."""
+        table[key] = value
+        while len(table) > self.size:
+            table.popitem(last=False)
 
     def clear(self) -> None:
         with self.lock:
