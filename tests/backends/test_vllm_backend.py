@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from ci_required import required
 
 from trex_eval import config
 from trex_eval.backends import BackendSpec, GenerationRequest, create_backend
@@ -135,10 +136,7 @@ def test_a_model_is_required(any_executable: str) -> None:
 
 
 def _require(condition: bool, why: str) -> None:
-    if not condition:
-        if os.environ.get("CI"):
-            pytest.fail(f"{why} (CI must run the vllm test: .ci/run calls scripts/setup_vllm_cpu.sh)")
-        pytest.skip(why)
+    required(condition, why, in_ci="CI must run the vllm test: .ci/run calls scripts/setup_vllm_cpu.sh")
 
 
 @pytest.mark.vllm

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ci_required import required
 
 from trex_eval import config
 from trex_eval.backends.model_files import hf_export_dir
@@ -23,10 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _require(condition: bool, why: str) -> None:
-    if not condition:
-        if os.environ.get("CI"):
-            pytest.fail(f"{why} (CI must run it: .ci/run builds the vLLM virtualenv and adds trl)")
-        pytest.skip(why)
+    required(condition, why, in_ci="CI must run it: .ci/run builds the vLLM virtualenv and adds trl")
 
 
 @pytest.mark.slow
