@@ -148,7 +148,9 @@ class DiagnosisCategory(str, Enum):
     Three groups: failures before a model existed (decided from the completion and the
     execution), a wrong solver status, and a model solved to a wrong value (decided by the
     smallest edit of the captured model whose harness re-solve the sample's rule accepts, or by
-    what the harness's value is to the reference). ``unexplained`` is the honest rest.
+    what the judged value is to the reference: the value the verdict was decided on, the
+    harness's re-solve where the judge made one, else the program's own solve). ``unexplained``
+    is the honest rest.
     """
 
     NO_CODE = "no_code"
@@ -187,17 +189,20 @@ class DiagnosisCategory(str, Enum):
     INTEGRALITY_MISSING = "integrality_missing"
     """The captured model with every continuous variable integer meets the reference."""
     INTEGRALITY_EXTRA = "integrality_extra"
-    """The captured model with integrality relaxed meets the reference."""
+    """The captured model with integrality relaxed meets the reference; for a gurobipy model,
+    which stores an integer variable's bounds rounded, also when the reference lies between the
+    relaxation with those bounds and with them widened by one (the program's model lies between)."""
     BOUNDS_MISSING = "bounds_missing"
     """The captured model with non-negativity on its free (``lb = -inf``) variables meets the reference."""
     CONSTRAINT_EXTRA = "constraint_extra"
-    """The captured model without one of its constraints (named in the detail) meets the reference."""
+    """The captured model without one of its constraints, linear or quadratic (named in the
+    detail), meets the reference."""
     OBJECTIVE_SCALED = "objective_scaled"
-    """The harness's value times ``10**k`` (``k`` in ±1..±6) meets the reference."""
+    """The judged value times ``10**k`` (``k`` in ±1..±6) meets the reference."""
     ROUNDING = "rounding"
-    """The harness's value rounded to the label's decimals meets the reference."""
+    """The judged value rounded to the label's decimals meets the reference."""
     NEAR_MISS = "near_miss"
-    """The harness's value is within 1e-3 (relative) of the reference, outside the rule's tolerance."""
+    """The judged value is within 1e-3 (relative) of the reference, outside the rule's tolerance."""
     UNEXPLAINED = "unexplained"
     """None of the above (or the diagnosis ran out of its budget, or the model is over its size
     cap: the detail says which)."""

@@ -62,6 +62,17 @@ PROGRAMS: dict[str, tuple[str, DiagnosisCategory | None]] = {
         ),
         C.INTEGRALITY_EXTRA,
     ),
+    # gurobipy stores the bound 7.5 of an integer variable as 7: relaxed with its captured bound
+    # the model reaches 2800, with it widened by one 3200; the program's model lies between.
+    "integrality_extra_rounded_bound": (
+        _code(
+            *GUROBI,
+            "x = m.addVar(vtype=GRB.INTEGER, ub=7.5)",
+            "m.setObjective(400 * x, GRB.MAXIMIZE)",
+            "m.optimize()",
+        ),
+        C.INTEGRALITY_EXTRA,
+    ),
     "bounds_missing": (
         _code(
             *PULP,
@@ -187,7 +198,33 @@ def test_constraint_extra_names_the_constraint(pool: SandboxPool, plan: Evaluati
     _, grade = _graded(pool, plan, _problem(plan, "0"), PROGRAMS["constraint_extra"][0].format(R=3000))
     assert grade.diagnosis is not None and "cap_extra" in grade.diagnosis.detail
     assert grade.diagnosis.evidence["edited_value"] == pytest.approx(3000.0)
-    assert grade.diagnosis.evidence["harness_value"] == pytest.approx(2900.0)
+    assert grade.diagnosis.evidence["judged_value"] == pytest.approx(2900.0)
+
+
+def test_the_judged_value_needs_no_re_solve(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    """A wrong claim is what the verdict judged: a value off by 10^2 is named without any re-solve."""
+    _, grade = _graded(pool, plan, _problem(plan, "0"), PROGRAMS["scaled"][0].format(R=3000))
+    assert grade.diagnosis is not None and grade.diagnosis.category is C.OBJECTIVE_SCALED
+    assert grade.diagnosis.evidence["resolves"] == 0
+
+
+def test_no_drop_is_tried_on_a_model_past_the_reference(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    """A maximum above the reference (a constraint missing) only grows when constraints are
+    dropped: none of the 40 rows is dropped, only the sense flip and integrality are re-solved."""
+    rows = [f"m.addConstr(x <= 5000 + {k})" for k in range(40)]
+    code = _code(*GUROBI, "x = m.addVar()", "m.addConstr(x <= 4000)", *rows, *MAX_X)
+    _, grade = _graded(pool, plan, _problem(plan, "0"), code)
+    assert grade.verdict is Verdict.WRONG and grade.diagnosis is not None
+    assert grade.diagnosis.category is C.UNEXPLAINED
+    assert grade.diagnosis.evidence["resolves"] == 2
+
+
+def test_integrality_bracket_says_gurobipy_rounded(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    code = PROGRAMS["integrality_extra_rounded_bound"][0]
+    _, grade = _graded(pool, plan, _problem(plan, "0"), code)
+    assert grade.diagnosis is not None and "rounded" in grade.diagnosis.detail
+    assert grade.diagnosis.evidence["edited_value"] == pytest.approx(2800.0)
+    assert grade.diagnosis.evidence["widened_value"] == pytest.approx(3200.0)
 
 
 def test_near_miss_on_a_label_with_decimals(pool: SandboxPool, plan: EvaluationPlan) -> None:

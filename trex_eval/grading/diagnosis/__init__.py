@@ -4,8 +4,10 @@ line, numeric evidence) for a graded sample that did not pass. Pure: the re-solv
 models go through the solver the caller hands in (the run hands the harness's own re-solve).
 
 Modules: :mod:`.failures` (before a model exists: completion, exception, limits),
-:mod:`.edits` (single edits of a captured model), :mod:`.values` (scale, rounding, near miss,
-the rule's acceptance of a value), :mod:`.search` (the entry point, its order and budget).
+:mod:`.edits` (single edits of a captured model), :mod:`.drops` (which one constraint's drop
+meets the reference, searched group by group), :mod:`.values` (scale, rounding, near miss, the
+rule's acceptance of a value and where a value stands to the reference), :mod:`.search` (the
+entry point, its order and budget).
 """
 
 from __future__ import annotations

@@ -6,19 +6,25 @@ Order of the checks, cheapest and most specific first; the first that holds deci
 
 1. failures before a model exists (:mod:`.failures`);
 2. a model whose value is wrong, or whose status is infeasible/unbounded against a reference
-   with an optimum: the harness's value of the captured model (its verified objective, else a
-   re-solve within the budget); the value times a power of ten accepted by the rule
-   (``objective_scaled``); then each single edit of :func:`.edits.candidate_edits` re-solved in
-   turn (sense, integrality, bounds, then row drops), the first whose value the rule accepts
-   naming the category, with the value rounded to the label's decimals (``rounding``) and a near
-   miss (``near_miss``) checked before the row drops; then the status
-   (``infeasible_model``/``unbounded_model``); else ``unexplained``.
+   with an optimum: the value the verdict judged (the harness's re-solve where the judge made
+   one, else the program's own solve; a re-solve of the captured model only where that has no
+   optimum, infeasibility or unboundedness to show); the value times a power of ten accepted by
+   the rule (``objective_scaled``); then each edit of :func:`.edits.model_edits` re-solved in
+   turn (sense, integrality, bounds), the first whose value the rule accepts naming the
+   category; the value rounded to the label's decimals (``rounding``) and a near miss
+   (``near_miss``); one constraint dropped (:func:`.drops.first_drop`, ``constraint_extra``);
+   for gurobipy, an integrality relaxation bracketing the reference once the bounds gurobipy
+   rounded are widened (``integrality_extra``); then the status
+   (``infeasible_model``/``unbounded_model``); else ``unexplained``. An edit that can only move
+   the optimum away from the reference (a relaxation of a model already past it, a restriction
+   of one short of it) is not re-solved: it could not name its category.
 
 Bounds: all re-solves of one sample share :attr:`DiagnosisBudget.time_s`; a model over
-:attr:`DiagnosisBudget.max_columns` columns is not edited; at most
-:attr:`DiagnosisBudget.max_dropped_rows` rows are dropped one at a time. A search stopped by the
-budget or the cap is ``unexplained``, its detail saying why — unless a check that needs no
-re-solve (rounding, near miss) held, which then stands with ``evidence["search_complete"] = 0``.
+:attr:`DiagnosisBudget.max_columns` columns is not edited; the first
+:attr:`DiagnosisBudget.max_dropped_rows` constraints are the candidates of a drop. A search
+stopped by the budget or the cap is ``unexplained``, its detail saying why — unless a check that
+needs no re-solve (rounding, near miss) held, which then stands with
+``evidence["search_complete"] = 0``.
 Never changes a verdict: the caller stores the diagnosis on the grade as it is.
 """
 
@@ -30,9 +36,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from trex_eval.grading.diagnosis.edits import candidate_edits
+from trex_eval.grading.diagnosis.drops import describe, droppable, first_drop
+from trex_eval.grading.diagnosis.edits import Edit, model_edits, rounded_bounds_widened
 from trex_eval.grading.diagnosis.failures import NOT_DIAGNOSED, failure_diagnosis
-from trex_eval.grading.diagnosis.values import accepts, near_miss, rounds_to_label, scaled
+from trex_eval.grading.diagnosis.values import (
+    Standing,
+    accepts,
+    near_miss,
+    rounds_to_label,
+    scaled,
+    standing,
+)
 from trex_eval.grading.objective.base import ObjectiveRule
 from trex_eval.records import (
     Completion,
@@ -69,8 +83,8 @@ out and ``ERROR`` for a model it cannot solve; an exception is read as ``ERROR``
 @dataclass(frozen=True)
 class DiagnosisBudget:
     """Bounds of one sample's diagnosis: ``time_s`` seconds for all its re-solves together,
-    edits only on models of at most ``max_columns`` columns, at most ``max_dropped_rows`` rows
-    dropped one at a time."""
+    edits only on models of at most ``max_columns`` columns, the first ``max_dropped_rows``
+    constraints the candidates of a single drop."""
 
     time_s: float = 2.0
     max_columns: int = 2000
@@ -156,9 +170,9 @@ def _model_diagnosis(
     model = last.model
     evidence: dict[str, float] = {"reference": float(reference.value or 0.0)}
     try:
-        status, value = _harness_value(last, model, solver)
+        status, value = _judged_value(last, model, solver)
         if value is not None:
-            evidence["harness_value"] = value
+            evidence["judged_value"] = value
         if status is SolveStatus.OPTIMAL and value is not None:
             exponent = scaled(rule, reference, value)
             if exponent is not None:
@@ -169,15 +183,23 @@ def _model_diagnosis(
                     evidence,
                     solver,
                 )
-        found = _search_edits(model, reference, rule, solver, evidence, harness=(status, value))
+        found = _search_edits(
+            model,
+            reference,
+            rule,
+            solver,
+            evidence,
+            judged=(status, value),
+            gurobi=last.library == "gurobipy",
+        )
         if found is not None:
             return found
         stopped = None
     except _OutOfBudget:
         status, value = (
             (last.status, finite_or_none(last.objective))
-            if "harness_value" not in evidence
-            else (SolveStatus.OPTIMAL, evidence["harness_value"])
+            if "judged_value" not in evidence
+            else (SolveStatus.OPTIMAL, evidence["judged_value"])
         )
         stopped = (
             f"the diagnosis budget of {solver.budget.time_s:g} s ran out after {solver.count} re-solve(s)"
@@ -215,18 +237,29 @@ def _model_diagnosis(
     return _done(Category.UNEXPLAINED, "no single edit of the model reaches the reference", evidence, solver)
 
 
-def _harness_value(
+def _judged_value(
     last: SolveRecord, model: LinearModel | None, solver: _Solver
 ) -> tuple[SolveStatus, float | None]:
-    """The harness's status and value of the last solve: its verified objective where the re-solve
-    matched, else a re-solve of the captured model, else (no model) the claim."""
+    """The status and value of the last solve the verdict was decided on, re-solved only where
+    there is none: the harness's re-solve where the judge made one (the verified objective,
+    matching the claim or not), else the program's own solve (an optimum with a finite objective,
+    or infeasible, or unbounded). A claim the rule graded wrong is wrong for every value that
+    agrees with it within the verification tolerance (the rule asked for a re-solve otherwise),
+    so where it stands to the reference is where the captured model's own optimum stands.
+    Else (``inf_or_unbd``) a re-solve of the captured model, and without a model the claim."""
+    verified = finite_or_none(last.verified_objective)
     if last.verification == "match":
-        return last.status, finite_or_none(last.verified_objective)
+        return last.status, verified
+    if last.verification == "mismatch" and verified is not None:
+        return SolveStatus.OPTIMAL, verified  # only an optimal re-solve records an objective
+    claim = finite_or_none(last.objective)
+    if last.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED) or claim is not None:
+        return last.status, claim
     if model is None:
-        return last.status, finite_or_none(last.objective)
+        return last.status, claim
     status, value = solver(model)
     if status is SolveStatus.ERROR:  # the harness cannot solve it: the claim is all there is
-        return last.status, finite_or_none(last.objective)
+        return last.status, claim
     return status, value
 
 
@@ -237,25 +270,65 @@ def _search_edits(
     solver: _Solver,
     evidence: dict[str, float],
     *,
-    harness: tuple[SolveStatus, float | None],
+    judged: tuple[SolveStatus, float | None],
+    gurobi: bool,
 ) -> Diagnosis | None:
-    """The first single edit whose re-solve the rule accepts, or ``None``. Rounding and near
-    misses of the ``harness`` value are checked before the first row is dropped: among hundreds
-    of rows one drop can land within a rule's tolerance by chance (measured on B4O mutants), so a
-    value already that close is the likelier explanation."""
+    """The first single edit whose re-solve the rule accepts, or ``None``.
+
+    An edit that can only move the optimum away from the reference is not re-solved (see
+    :mod:`.edits`): one that relaxes the model when the ``judged`` value is already past the
+    reference, one that restricts it when the value is short of it (or the model infeasible).
+    Rounding and near misses of the ``judged`` value are checked before any constraint is
+    dropped: among hundreds of rows one drop can land within a rule's tolerance by chance
+    (measured on B4O mutants), so a value already that close is the likelier explanation. Last,
+    for a gurobipy model, an integrality relaxation whose optimum is short of the reference but
+    whose bounds gurobipy may have rounded (:func:`.edits.rounded_bounds_widened`) explains it
+    when the same relaxation with those bounds widened is not short: the program's model lies
+    between the two."""
     if model is None or model.num_vars > solver.budget.max_columns:
         return None
-    checked = False
-    for edit in candidate_edits(model, max_rows=solver.budget.max_dropped_rows):
-        if edit.category is Category.CONSTRAINT_EXTRA and not checked:
-            checked = True
-            cheap = _value_checks(*harness, reference, rule, evidence)
-            if cheap is not None:
-                return _done(cheap.category, cheap.detail, evidence, solver)
+
+    def stands(status: SolveStatus, value: float | None) -> Standing | None:
+        return standing(rule, reference, model.sense, status, value)
+
+    where = stands(*judged)
+    relaxations: list[tuple[Edit, float]] = []
+    for edit in model_edits(model):
+        if (edit.direction == "relaxes" and where == "past") or (
+            edit.direction == "restricts" and where == "short"
+        ):
+            continue
         status, value = solver(edit.model)
         if status is SolveStatus.OPTIMAL and value is not None and accepts(rule, reference, status, value):
             evidence["edited_value"] = value
             return _done(edit.category, edit.detail, evidence, solver)
+        if (
+            edit.category is Category.INTEGRALITY_EXTRA
+            and value is not None
+            and stands(status, value) == "short"
+        ):
+            relaxations.append((edit, value))
+    cheap = _value_checks(*judged, reference, rule, evidence)
+    if cheap is not None:
+        return _done(cheap.category, cheap.detail, evidence, solver)
+    if where != "past":
+        candidates = droppable(model, limit=solver.budget.max_dropped_rows)
+        found = first_drop(model, candidates, solver, stands)
+        if found is not None:
+            evidence["edited_value"] = found[1]
+            return _done(Category.CONSTRAINT_EXTRA, f"{describe(model, found[0])} dropped", evidence, solver)
+    for edit, tight in relaxations if gurobi else ():
+        widened = rounded_bounds_widened(model, edit.model)
+        if widened is None:
+            continue
+        status, value = solver(widened)
+        if value is not None and stands(status, value) in ("met", "past"):
+            evidence.update(edited_value=tight, widened_value=value)
+            detail = (
+                f"{edit.detail}: the reference lies between the relaxation with the bounds gurobipy "
+                "rounded and with them widened by one"
+            )
+            return _done(edit.category, detail, evidence, solver)
     return None
 
 

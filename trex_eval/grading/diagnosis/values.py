@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Literal
 
 from trex_eval.errors import GradingError
 from trex_eval.grading.objective.base import ObjectiveRule
@@ -47,6 +48,36 @@ def accepts(
     except GradingError:
         return False
     return grade.verdict is Verdict.CORRECT
+
+
+Standing = Literal["met", "short", "past"]
+"""Where a re-solve stands to the reference (:func:`standing`)."""
+
+
+def standing(
+    rule: ObjectiveRule,
+    reference: ObjectiveReference,
+    sense: Literal["min", "max"],
+    status: SolveStatus,
+    value: float | None,
+) -> Standing | None:
+    """Where a re-solve of a model of ``sense`` stands to the reference: ``met`` (an optimum the
+    rule accepts), ``short`` (an optimum not accepted and worse than the reference for ``sense``,
+    or infeasible: short of any optimum), ``past`` (an optimum not accepted and better, or
+    unbounded: past any optimum); ``None`` when the status says neither (``inf_or_unbd``, an
+    error). Sound for the search's bounds because a rule accepts an interval around the reference
+    (a tolerance on the values, rounded or not): an optimum that moves further away from the
+    reference than one not accepted is not accepted either."""
+    if status is SolveStatus.INFEASIBLE:
+        return "short"
+    if status is SolveStatus.UNBOUNDED:
+        return "past"
+    if status is not SolveStatus.OPTIMAL or value is None or reference.value is None:
+        return None
+    if accepts(rule, reference, status, value):
+        return "met"
+    better = value < reference.value if sense == "min" else value > reference.value
+    return "past" if better else "short"
 
 
 def label_decimals(label: str) -> int | None:
