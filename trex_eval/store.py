@@ -66,6 +66,10 @@ SUMMARY_MD = "summary.md"
 
 SampleKey = tuple[str, str, int]
 
+REWARD_LOG_BACKEND = "reward-server"
+"""The backend a reward log's manifest names (``trex-eval serve --out``): its completions are a
+trainer's rollouts, its prompts the trainer's own (:mod:`trex_eval.reward.runlog`)."""
+
 RepairFeedbackMode = Literal["execution", "objective-differs"]
 """What repair feedback may tell the model (see :attr:`RunSettings.repair_feedback`)."""
 

@@ -181,3 +181,49 @@ def test_policies_are_versioned_like_rules() -> None:
         get_policy("binary@2")
     with pytest.raises(ConfigError, match="unknown reward policy"):
         get_policy("shaped")
+
+
+def test_a_rules_conversion_fallback_pays_as_a_run_grades(data_dir: Path) -> None:
+    # optmath:fallback=true re-runs OptMATH's rewrites of a miss (here: the sense swapped), as
+    # `trex-eval run` does (tests/benchmarks/test_optmath_fallback.py); without it, the miss stays.
+    bench = "nl4opt-245@optmath"
+    row = load_benchmark(bench, data_dir=data_dir).problems[1]
+    assert row.reference.value is not None  # type: ignore[union-attr]
+    value = row.reference.value  # type: ignore[union-attr]
+    program = (
+        "```python\nimport gurobipy as gp\nfrom gurobipy import GRB\nmodel = gp.Model('m')\n"
+        f"model.Params.OutputFlag = 0\nx = model.addVar(ub={2 * value!r})\nmodel.addConstr(x >= {value!r})\n"
+        "model.setObjective(x, GRB.MAXIMIZE)\nmodel.optimize()\nprint(model.ObjVal)\n```"
+    )
+    request = RewardRequest(problem=ProblemKey(benchmark=bench, problem_id=row.id), completion=program)
+    verdicts = {}
+    for rule in ("optmath", "optmath:fallback=true"):
+        settings = ScorerSettings(benchmarks=(bench,), data_dir=data_dir, rule=rule, workers=1)
+        with RewardScorer(settings) as scorer:
+            [record] = scorer.score([request])
+        verdicts[rule] = (record.verdict, record.reward, record.reason)
+    assert verdicts["optmath"][:2] == (Verdict.WRONG, 0.0)
+    assert verdicts["optmath:fallback=true"][:2] == (Verdict.CORRECT, 1.0)
+    assert verdicts["optmath:fallback=true"][2].startswith(
+        "conversion fallback (objective sense to minimise)"
+    )
+
+
+def test_diagnosis_when_asked_names_why_a_rollout_failed_and_changes_no_reward(data_dir: Path) -> None:
+    bench = "nl4opt-245@optmath"
+    row = load_benchmark(bench, data_dir=data_dir).problems[1]
+    value = row.reference.value  # type: ignore[union-attr]
+    flipped = (
+        "```python\nimport pulp\np = pulp.LpProblem('m', pulp.LpMaximize)\n"
+        f"x = pulp.LpVariable('x', 0, {2 * value!r})\np += x\np += x >= {value!r}\n"
+        "p.solve(pulp.PULP_CBC_CMD(msg=0))\nprint(pulp.value(p.objective))\n```"
+    )
+    request = RewardRequest(problem=ProblemKey(benchmark=bench, problem_id=row.id), completion=flipped)
+    records = {}
+    for diagnose in (False, True):
+        settings = ScorerSettings(benchmarks=(bench,), data_dir=data_dir, workers=1, diagnose=diagnose)
+        with RewardScorer(settings) as scorer:
+            [records[diagnose]] = scorer.score([request])
+    assert (records[True].reward, records[True].verdict) == (records[False].reward, records[False].verdict)
+    assert records[False].verdict is Verdict.WRONG and records[False].diagnosis is None
+    assert records[True].diagnosis is not None and records[True].diagnosis.category.value == "sense_flipped"

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -23,6 +26,10 @@ from trex_eval.cli.options import (
 )
 from trex_eval.errors import ConfigError
 from trex_eval.protocols import DEFAULT_PROTOCOL
+
+if TYPE_CHECKING:
+    from trex_eval.reward.front import ScorerFront
+    from trex_eval.reward.runlog import RewardRunLog
 
 
 def serve(
@@ -72,6 +79,35 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    diagnose: Annotated[
+        bool,
+        typer.Option(
+            "--diagnose/--no-diagnose",
+            help="Say why each failing rollout of a benchmark row failed (in each record's diagnosis "
+            "and --out's samples); never changes a reward, costs grading time.",
+            rich_help_panel=PANEL_GRADING,
+        ),
+    ] = False,
+    out_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--out",
+            help="Store every answered rollout as a sample of a run directory under this folder "
+            "(epoch-0001, epoch-0002, ...: the k-th group of each problem's rollouts in epoch k), "
+            "which leaderboard, compare and report read. An existing folder is continued.",
+            rich_help_panel=PANEL_OUTPUT,
+            show_default=False,
+        ),
+    ] = None,
+    per_problem: Annotated[
+        int,
+        typer.Option(
+            "--per-problem",
+            help="Rollouts of one problem per epoch of --out: the trainer's group size "
+            "(GRPO's num_generations; TRL's default is 8).",
+            rich_help_panel=PANEL_OUTPUT,
+        ),
+    ] = 8,
     ray_address: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -102,8 +138,8 @@ def serve(
     from trex_eval.reward.server import RewardServer
     from trex_eval.reward.service import RewardService, ServiceLimits
 
-    if max_pending < 1 or deadline_s <= 0:
-        raise ConfigError("--max-pending must be at least 1 and --deadline positive")
+    if max_pending < 1 or deadline_s <= 0 or per_problem < 1:
+        raise ConfigError("--max-pending and --per-problem must be at least 1, and --deadline positive")
     settings = ScorerSettings(
         policy=policy,
         protocol=protocol_name(protocol),
@@ -111,6 +147,7 @@ def serve(
         benchmarks=split_list(benchmarks),
         data_dir=data_dir,
         workers=workers_count(workers),
+        diagnose=diagnose,
     )
     limits = ServiceLimits(max_pending=max_pending, deadline_s=deadline_s)
 
@@ -120,8 +157,8 @@ def serve(
             if ray_address is None
             else RayRewardPool(settings, RayPoolSettings(address=ray_address, actors=ray_actors))
         )
-        async with scorer:
-            service = RewardService(scorer, limits, log=log)
+        async with scorer, _run_log(out_dir, scorer, per_problem=per_problem) as runlog:
+            service = RewardService(scorer, limits, log=log, runlog=runlog)
             server = RewardServer(service, host=host, port=port)
             await server.start()
             described = scorer.describe()
@@ -135,5 +172,39 @@ def serve(
             )
             out.file.flush()  # a supervisor reading the port from a pipe must see it now
             await server.serve_until_stopped(on_signal=lambda line: err.print(line, highlight=False))
+        if out_dir is not None:
+            out_text = (
+                f"rollouts stored under {out_dir} (read them with `trex-eval leaderboard {out_dir}/epoch-*`)"
+            )
+            err.print(out_text, highlight=False, soft_wrap=True)
 
     asyncio.run(main())
+
+
+@contextlib.asynccontextmanager
+async def _run_log(
+    root: Path | None, scorer: ScorerFront, *, per_problem: int
+) -> AsyncIterator[RewardRunLog | None]:
+    """The reward log under ``root`` (None without), checked against the scorer's benchmarks and
+    closed (summaries written) when the server stops."""
+    if root is None:
+        yield None
+        return
+    from trex_eval.reward.runlog import RewardRunLog
+    from trex_eval.run.provenance import collect
+
+    described = scorer.describe()
+    runlog = RewardRunLog(
+        root,
+        per_problem=per_problem,
+        policy=str(described["policy"]),
+        protocol=scorer.settings.protocol,
+        provenance=collect(scorer.catalogue.data_dir, sandbox={}, backend=described),
+        command=tuple(sys.argv),
+    )
+    await asyncio.to_thread(runlog.open)
+    try:
+        runlog.check(scorer.catalogue.plans())
+        yield runlog
+    finally:
+        await asyncio.to_thread(runlog.close)

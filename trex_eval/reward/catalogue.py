@@ -35,7 +35,10 @@ class ScorerSettings:
     benchmark rows (``default``, ``trex-compat``, ...); ``rule``: an objective rule spec overriding
     the benchmarks' own (and the rule of inline problems, default ``strict``); ``benchmarks``:
     benchmarks loaded (and whose folders are hidden) at start-up; ``data_dir``: as ``--data-dir``
-    (None: the usual search); ``workers``: sandbox lanes; ``isolation``: as ``--isolation``.
+    (None: the usual search); ``workers``: sandbox lanes; ``isolation``: as ``--isolation``;
+    ``diagnose``: say why each failing rollout of a benchmark row failed (``grade.diagnosis``, as
+    ``run --diagnose`` does; re-solves in the scorer, never changes a reward; off by default, as it
+    costs grading time that a reward alone does not need).
     """
 
     policy: str = "binary"
@@ -45,6 +48,7 @@ class ScorerSettings:
     data_dir: Path | None = None
     workers: int = 2
     isolation: str = "auto"
+    diagnose: bool = False
 
     @classmethod
     def from_mapping(cls, fields: Mapping[str, Any], *, what: str = "reward settings") -> ScorerSettings:
@@ -130,6 +134,11 @@ class Catalogue:
         """Benchmark -> ``name@version`` of its rule, for the benchmarks loaded so far."""
         with self._lock:
             return {name: plan.rule.spec for name, (plan, _) in sorted(self._plans.items())}
+
+    def plans(self) -> tuple[EvaluationPlan, ...]:
+        """The plans of the benchmarks loaded so far."""
+        with self._lock:
+            return tuple(plan for plan, _ in self._plans.values())
 
     def target(self, problem: ProblemKey | InlineProblem) -> Target:
         """The problem ready to grade.

@@ -47,6 +47,29 @@ def completion_text(completion: Any) -> str:
     raise TypeError(f"a completion of type {type(completion).__name__} is neither text nor messages")
 
 
+def trainer_prompts(prompts: Any, count: int) -> list[str | list[dict[str, str]]]:
+    """The ``prompts`` a trainer passed, one JSON-ready prompt per completion (text, or chat
+    messages as ``{"role", "content"}``); ``""`` for each where none (or an unknown shape) was passed.
+    A prompt only labels the stored sample (a reward log's): it never changes a reward."""
+    if not isinstance(prompts, list | tuple) or len(prompts) != count:
+        return [""] * count
+    return [_prompt(item) for item in prompts]
+
+
+def _prompt(item: Any) -> str | list[dict[str, str]]:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, list | tuple):
+        messages = [
+            {"role": str(m["role"]), "content": str(m.get("content", ""))}
+            for m in item
+            if isinstance(m, Mapping) and m.get("role") in ("system", "user", "assistant")
+        ]
+        if len(messages) == len(item):
+            return messages
+    return ""
+
+
 class RemoteReward:
     """A TRL reward function backed by the reward server at ``url``.
 
@@ -73,7 +96,10 @@ class RemoteReward:
             raise RemoteRewardError(f"{error}: {error.hint}" if error.hint else str(error)) from None
         problems = [json.loads(value) if isinstance(value, str) else value for value in named]
         body = {
-            "requests": [{"problem": p, "completion": t} for p, t in zip(problems, texts, strict=True)],
+            "requests": [
+                {"problem": p, "completion": t, "prompt": q}
+                for p, t, q in zip(problems, texts, trainer_prompts(prompts, len(texts)), strict=True)
+            ],
             "deadline_s": self.timeout_s,
         }
         for _ in range(self.retries + 1):

@@ -1,7 +1,7 @@
 """What every reward scorer offers on top of grading one rollout: the context managers, batch
 scoring (blocking and asyncio), key lookup and the description of what grades. A scorer
 (:class:`~.scorer.RewardScorer`, :class:`~.ray_pool.RayRewardPool`) supplies ``start``, ``close``,
-``score_target`` and the extra part of its description."""
+``score_rollout`` and the extra part of its description."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import TypeVar
 from trex_eval.errors import ConfigError
 from trex_eval.reward.catalogue import Catalogue, ScorerSettings, Target
 from trex_eval.reward.policy import RewardPolicy, get_policy
-from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest
+from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest, Rollout
 
 _Scorer = TypeVar("_Scorer", bound="ScorerFront")
 
@@ -37,6 +37,10 @@ class ScorerFront:
 
     async def score_target(self, target: Target, text: str) -> RewardRecord:
         """The record of one rollout answering ``target`` (from :meth:`target`)."""
+        return (await self.score_rollout(target, text)).record
+
+    async def score_rollout(self, target: Target, text: str) -> Rollout:
+        """:meth:`score_target` with the evidence a reward log stores (:mod:`.runlog`)."""
         raise NotImplementedError
 
     def _where(self) -> dict[str, object]:

@@ -19,7 +19,7 @@ from typing import Any
 from trex_eval.errors import ConfigError
 from trex_eval.reward.catalogue import ScorerSettings, Target
 from trex_eval.reward.front import ScorerFront
-from trex_eval.reward.records import RewardRecord, RewardRequest
+from trex_eval.reward.records import RewardRecord, RewardRequest, Rollout
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,11 @@ class _ScorerActor:
     async def score(self, request: str) -> str:
         [record] = await self.scorer.ascore([RewardRequest.model_validate_json(request)])
         return record.model_dump_json()
+
+    async def rollout(self, request: str) -> str:
+        asked = RewardRequest.model_validate_json(request)
+        scored = await self.scorer.score_rollout(self.scorer.target(asked.problem), asked.completion)
+        return scored.model_dump_json()
 
     def describe(self) -> dict[str, object]:
         import socket
@@ -110,6 +115,13 @@ class RayRewardPool(ScorerFront):
 
     async def score_target(self, target: Target, text: str) -> RewardRecord:
         """The record of one rollout, graded on the least busy actor."""
+        return RewardRecord.model_validate_json(await self._on_actor("score", target, text))
+
+    async def score_rollout(self, target: Target, text: str) -> Rollout:
+        """:meth:`score_target` with its evidence (which travels back only when asked for)."""
+        return Rollout.model_validate_json(await self._on_actor("rollout", target, text))
+
+    async def _on_actor(self, method: str, target: Target, text: str) -> str:
         if not self._actors:
             raise ConfigError("the Ray reward pool is not started", hint="use `with RayRewardPool(...)`")
         request = RewardRequest(problem=target.key, completion=text).model_dump_json()
@@ -117,8 +129,8 @@ class RayRewardPool(ScorerFront):
             index = min(range(len(self._actors)), key=self._in_flight.__getitem__)
             self._in_flight[index] += 1
         try:
-            answer = await self._actors[index].score.remote(request)
+            answer: str = await getattr(self._actors[index], method).remote(request)
         finally:
             with self._lock:
                 self._in_flight[index] -= 1
-        return RewardRecord.model_validate_json(answer)
+        return answer

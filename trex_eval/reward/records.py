@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from trex_eval.records import ExecStatus, SolveStatus, Verdict
+from trex_eval.records import (
+    ChatMessage,
+    Completion,
+    Diagnosis,
+    ExecStatus,
+    Execution,
+    Grade,
+    Program,
+    SolveStatus,
+    Verdict,
+)
 from trex_eval.text import Text, Unicode
 from trex_eval.vocabulary import Record
 
@@ -36,10 +46,21 @@ class InlineProblem(Record):
 
 class RewardRequest(Record):
     """One rollout to score: the model's whole answer (``completion``, code fences and prose
-    included, as a chat model returns it) for ``problem``."""
+    included, as a chat model returns it) for ``problem``.
+
+    ``prompt`` is what the trainer asked (text, or chat messages), optional: it changes no reward,
+    and a reward log (:mod:`.runlog`) stores it as the sample's prompt.
+    """
 
     problem: ProblemKey | InlineProblem
     completion: Unicode
+    prompt: Unicode | tuple[ChatMessage, ...] = ""
+
+    def messages(self) -> tuple[ChatMessage, ...]:
+        """:attr:`prompt` as chat messages (text is one user message; none when empty)."""
+        if isinstance(self.prompt, str):
+            return (ChatMessage(role="user", content=self.prompt),) if self.prompt else ()
+        return self.prompt
 
 
 class RewardTimings(Record):
@@ -72,4 +93,17 @@ class RewardRecord(Record):
     status: ExecStatus | None = None
     objective: float | None = None
     """The harness's re-derived objective of the last solve, where it re-solved it."""
+    diagnosis: Diagnosis | None = None
+    """Why a failing rollout failed, where the scorer diagnoses (``ScorerSettings.diagnose``)."""
     timings: RewardTimings = RewardTimings()
+
+
+class Rollout(Record):
+    """A scored rollout with the evidence a run directory keeps for a sample: its record, and the
+    completion, extracted program, execution and grade that decided it."""
+
+    record: RewardRecord
+    completion: Completion
+    program: Program
+    execution: Execution
+    grade: Grade

@@ -33,7 +33,7 @@ from trex_eval.records import (
 )
 from trex_eval.reward.catalogue import INLINE_BENCHMARK, ScorerSettings, Target
 from trex_eval.reward.front import ScorerFront
-from trex_eval.reward.records import RewardRecord, RewardTimings
+from trex_eval.reward.records import RewardRecord, RewardTimings, Rollout
 from trex_eval.run.session import ReferenceModels
 from trex_eval.sandbox import Job, SandboxPool
 
@@ -87,7 +87,7 @@ class RewardScorer(ScorerFront):
         pool = self._pool
         return {"sandbox": pool.describe() if pool is not None else None}
 
-    async def score_target(self, target: Target, text: str) -> RewardRecord:
+    async def score_rollout(self, target: Target, text: str) -> Rollout:
         pool = self._pool
         if pool is None:
             raise ConfigError(
@@ -97,19 +97,34 @@ class RewardScorer(ScorerFront):
         completion = Completion(problem_id=target.problem.id, sample_index=0, text=text)
         program = target.plan.extract(completion) if target.plan else extract(completion, extractor="default")
         extracted = time.perf_counter()
-        execution: Execution | None = None
+        ran: Execution | None = None
         executed = extracted
         if program.code is None:
-            grade = self._grade(target, Execution(status=ExecStatus.NO_CODE, detail=program.reason))
+            execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
+            grade = self._grade(target, execution)
         else:
-            job, limits = self._job(target, program)
-            execution = await pool.arun(job, limits=limits)
+            ran = await self._run(pool, target, program)
             executed = time.perf_counter()
-            execution, grade = await asyncio.to_thread(self._judge, target, execution)
-        reward, stage = self.policy.pay(grade.verdict, execution, program)
+            execution, grade = await asyncio.to_thread(self._judge, target, ran)
+            ran = execution
+            if (
+                target.plan is not None
+            ):  # a rule's conversion fallback (optmath:fallback=true), as a run has it
+                grade = await target.plan.fallback(
+                    target.problem,
+                    program,
+                    grade,
+                    run=functools.partial(self._run, pool, target),
+                    reference_model=self._references,
+                )
+        if self.settings.diagnose and target.plan is not None and not grade.passed:
+            grade = await asyncio.to_thread(
+                target.plan.diagnosed, target.problem, completion, execution, grade
+            )
+        reward, stage = self.policy.pay(grade.verdict, ran, program)
         done = time.perf_counter()
-        solve = execution.last_solve if execution is not None else None
-        return RewardRecord(
+        solve = ran.last_solve if ran is not None else None
+        record = RewardRecord(
             benchmark=target.benchmark,
             problem_id=target.problem.id,
             reward=reward,
@@ -118,8 +133,9 @@ class RewardScorer(ScorerFront):
             rule=grade.rule,
             policy=self.policy.spec,
             stage=stage,
-            status=None if execution is None else execution.status,
+            status=None if ran is None else ran.status,
             objective=None if solve is None else solve.verified_objective,
+            diagnosis=grade.diagnosis,
             timings=RewardTimings(
                 extract_s=extracted - started,
                 execute_s=executed - extracted,
@@ -127,6 +143,13 @@ class RewardScorer(ScorerFront):
                 total_s=done - started,
             ),
         )
+        return Rollout(
+            record=record, completion=completion, program=program, execution=execution, grade=grade
+        )
+
+    async def _run(self, pool: SandboxPool, target: Target, program: Program) -> Execution:
+        job, limits = self._job(target, program)
+        return await pool.arun(job, limits=limits)
 
     def _job(self, target: Target, program: Program) -> tuple[Job, SandboxLimits]:
         if target.plan is not None:

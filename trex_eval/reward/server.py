@@ -223,7 +223,11 @@ class RewardServer:
                 problem = problem_from(label, where=f"labels[{index}]")
             except ConfigError as error:
                 raise HttpError(400, str(error)) from None
-            requests.append(RewardRequest(problem=problem, completion=completion))
+            requests.append(
+                RewardRequest(
+                    problem=problem, completion=completion, prompt=prompt if isinstance(prompt, str) else ""
+                )
+            )
         records, _ = await self._run(requests, payload.get("deadline_s"))
         rewards = [r.reward for r in records]
         correct = [1.0 if r.verdict.value == "correct" else 0.0 for r in records]

@@ -25,7 +25,15 @@ from typing import Protocol
 from trex_eval.records import Verdict
 from trex_eval.reward.catalogue import Target
 from trex_eval.reward.policy import RewardPolicy
-from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest, RewardTimings
+from trex_eval.reward.records import (
+    InlineProblem,
+    ProblemKey,
+    RewardRecord,
+    RewardRequest,
+    RewardTimings,
+    Rollout,
+)
+from trex_eval.reward.runlog import LoggedRollout, RewardRunLog, unfinished_rollout
 
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """Upper bounds of the request-latency histogram the metrics export."""
@@ -41,6 +49,8 @@ class Scorer(Protocol):
     def target(self, problem: ProblemKey | InlineProblem) -> Target: ...
 
     async def score_target(self, target: Target, text: str) -> RewardRecord: ...
+
+    async def score_rollout(self, target: Target, text: str) -> Rollout: ...
 
     def describe(self) -> dict[str, object]: ...
 
@@ -70,7 +80,10 @@ class RewardService:
     """Admission, deadlines, metrics and the log around a started scorer (local or on Ray).
 
     ``log``: a JSONL file each answered rollout's record is appended to (with its request id and
-    wall time), or None.
+    wall time), or None. ``runlog``: run directories each answered rollout is stored in as a
+    sample (:class:`~.runlog.RewardRunLog`, opened by the caller), or None; stored off the event
+    loop after the answer, and :meth:`wait_idle` waits for those writes too. A write that fails is
+    reported (``on_error``) and never fails the request.
     """
 
     def __init__(
@@ -79,9 +92,11 @@ class RewardService:
         limits: ServiceLimits,
         *,
         log: Path | None = None,
+        runlog: RewardRunLog | None = None,
         on_error: Callable[[str], None] | None = None,
     ) -> None:
-        self.scorer, self.limits, self.log = scorer, limits, log
+        self.scorer, self.limits, self.log, self.runlog = scorer, limits, log, runlog
+        self._writes: set[asyncio.Future[None]] = set()
         self.on_error = on_error or (lambda line: print(line, file=sys.stderr, flush=True))
         self.pending = 0
         self.draining = False
@@ -122,20 +137,51 @@ class RewardService:
         started = time.perf_counter()
         self._admit(len(requests))
         tasks = [
-            asyncio.ensure_future(self.scorer.score_target(target, request.completion))
+            asyncio.ensure_future(self._graded(target, request.completion))
             for target, request in zip(targets, requests, strict=True)
         ]
         for task in tasks:
             task.add_done_callback(self._release)
         done, _ = await asyncio.wait(tasks, timeout=max(0.0, deadline - (time.perf_counter() - started)))
-        records = [
+        graded = [
             task.result()
             if task in done and task.exception() is None
-            else _unfinished(target, task, deadline, self.scorer.policy.spec)
+            else (_unfinished(target, task, deadline, self.scorer.policy.spec), None)
             for task, target in zip(tasks, targets, strict=True)
         ]
+        records = [record for record, _ in graded]
         self._observe(records, time.perf_counter() - started)
+        if self.runlog is not None:
+            self._store(
+                [
+                    LoggedRollout(target, request, rollout or unfinished_rollout(target, request, record))
+                    for target, request, (record, rollout) in zip(targets, requests, graded, strict=True)
+                ]
+            )
         return records
+
+    async def _graded(self, target: Target, text: str) -> tuple[RewardRecord, Rollout | None]:
+        """The record, with its evidence when there is a run log to store it in."""
+        if self.runlog is None:
+            return await self.scorer.score_target(target, text), None
+        rollout = await self.scorer.score_rollout(target, text)
+        return rollout.record, rollout
+
+    def _store(self, items: list[LoggedRollout]) -> None:
+        runlog = self.runlog
+        assert runlog is not None
+
+        def write() -> None:
+            try:
+                runlog.append(items)
+            except Exception as error:  # the log's failure never fails a request already answered
+                self.report(
+                    f"reward log: {len(items)} rollout(s) not stored: {type(error).__name__}: {error}"
+                )
+
+        future = asyncio.ensure_future(asyncio.to_thread(write))
+        self._writes.add(future)
+        future.add_done_callback(self._writes.discard)
 
     def drain(self) -> None:
         """Admit nothing more."""
@@ -143,10 +189,15 @@ class RewardService:
 
     async def wait_idle(self, timeout_s: float | None = None) -> bool:
         """Wait until no admitted rollout is left; False if ``timeout_s`` passed first."""
+        started = time.perf_counter()
         try:
             await asyncio.wait_for(self._idle.wait(), timeout_s)
         except TimeoutError:
             return False
+        if self._writes:
+            left = None if timeout_s is None else max(0.0, timeout_s - (time.perf_counter() - started))
+            _, late = await asyncio.wait(set(self._writes), timeout=left)
+            return not late
         return True
 
     def _admit(self, count: int) -> None:
@@ -154,7 +205,7 @@ class RewardService:
         if self.pending:
             self._idle.clear()
 
-    def _release(self, task: asyncio.Future[RewardRecord]) -> None:
+    def _release(self, task: asyncio.Future[tuple[RewardRecord, Rollout | None]]) -> None:
         if not task.cancelled():
             task.exception()  # retrieved: a failure past the deadline is not an unhandled error
         self.pending -= 1
@@ -221,7 +272,7 @@ def _bucket(seconds: float) -> int:
 
 
 def _unfinished(
-    target: Target, task: asyncio.Future[RewardRecord], deadline_s: float, policy: str
+    target: Target, task: asyncio.Future[tuple[RewardRecord, Rollout | None]], deadline_s: float, policy: str
 ) -> RewardRecord:
     """The record of a rollout not graded in time, or whose grading raised (a harness failure:
     the reason names it; it is never paid)."""

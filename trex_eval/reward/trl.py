@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 from typing import Any
 
+from trex_eval.reward.client import trainer_prompts
 from trex_eval.reward.problems import completion_text, problems_from_columns
 from trex_eval.reward.records import RewardRecord, RewardRequest
 from trex_eval.reward.scorer import RewardScorer, ScorerSettings
@@ -49,7 +50,11 @@ class TrlReward:
             self._scorer.start()
             atexit.register(self.close)
             self._started = True
-        requests = [RewardRequest(problem=p, completion=t) for p, t in zip(problems, texts, strict=True)]
+        asked = trainer_prompts(prompts, len(texts))
+        requests = [
+            RewardRequest.model_validate({"problem": p, "completion": t, "prompt": q})
+            for p, t, q in zip(problems, texts, asked, strict=True)
+        ]
         self.last_records = self._scorer.score(requests)
         return [record.reward for record in self.last_records]
 

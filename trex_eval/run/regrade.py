@@ -35,7 +35,7 @@ from trex_eval.run import pipeline
 from trex_eval.run.preflight import missing_library_notes
 from trex_eval.run.spec import RunOptions, RunSpec, superseded_rule
 from trex_eval.sandbox import SandboxLimits
-from trex_eval.store import COMPLETIONS, MANIFEST, RunSettings, RunStore
+from trex_eval.store import COMPLETIONS, MANIFEST, REWARD_LOG_BACKEND, RunSettings, RunStore
 
 LEADERBOARD_MD = "leaderboard.md"
 """The table of every rule's pass, written into the directory of a several-rule re-grade."""
@@ -121,6 +121,13 @@ def plan_regrade(
     notes: tuple[str, ...] = ()
     if is_run:
         settings = RunStore(source).read_manifest().settings
+        if settings.model.backend == REWARD_LOG_BACKEND:
+            raise ConfigError(
+                f"{source} is a reward log (`trex-eval serve --out`): its prompts are the trainer's, "
+                "which grading again cannot render",
+                hint="read it with leaderboard, compare or report; for a diagnosis of each failing "
+                "rollout, serve with --diagnose",
+            )
         if not rules and protocol == settings.protocol:
             _check_recorded_rules(source, settings)
         model = _replay_of_run(source, settings)
