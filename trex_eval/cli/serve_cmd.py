@@ -92,6 +92,7 @@ def serve(
         Optional[Path],  # noqa: UP045
         typer.Option(
             "--out",
+            "-o",
             help="Store every answered rollout as a sample of a run directory under this folder "
             "(epoch-0001, epoch-0002, ...: the k-th group of each problem's rollouts in epoch k), "
             "which leaderboard, compare and report read. An existing folder is continued.",
