@@ -266,6 +266,12 @@ def test_partial_completions_are_counted_honestly(tmp_path: Path, data_dir: Path
     assert (summary["problems"], summary["missing_samples"], summary["api_errors"]) == (10, 7, 0)
     assert summary["verdicts"]["missing"] == 7 and summary["outcomes"]["missing"] == 7
     assert "‡" in full.stdout
+    # The file is pinned by its sha256: resuming asks it nothing again and stores nothing twice.
+    lines_before = (tmp_path / "all" / "samples.jsonl").read_text().count("\n")
+    resumed = _cli("run", "--resume", str(tmp_path / "all"), cwd=tmp_path, data_dir=data_dir)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (tmp_path / "all" / "samples.jsonl").read_text().count("\n") == lines_before == 10
+    assert _summary(tmp_path / "all")["verdicts"]["missing"] == 7
     nothing = tmp_path / "nothing.jsonl"
     nothing.write_text(stranger + "\n")
     refused = trex_eval(

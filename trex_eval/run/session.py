@@ -69,7 +69,8 @@ class Session:
         self.spec, self.options, self.prepared, self.store = spec, options, prepared, store
         # A sample whose model request failed, or whose completion was not recorded, is tried
         # again when the run is resumed.
-        self.graded = {r.key for r in store.iter_samples() if not retried(r)}
+        replay = spec.model.backend == "replay"
+        self.graded = {r.key for r in store.iter_samples() if not retried(r, replay=replay)}
         # (sample key, round) -> the completion stored for it (the last one written wins).
         self.stored: dict[tuple[SampleKey, int], CompletionLine] = {
             (line.key, line.round): line for line in store.iter_completions() if line.completion.error is None
@@ -325,9 +326,12 @@ class Session:
         return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits)
 
 
-def retried(record: SampleRecord) -> bool:
+def retried(record: SampleRecord, *, replay: bool = False) -> bool:
     """Whether a stored sample is tried again on resume: its model request failed, or no
     completion was recorded for it, in round 0 or in its last repair round. A harness failure to
-    store it is not: the same record would fail again, and a resume must be able to finish."""
+    store it is not: the same record would fail again, and a resume must be able to finish. Nor is
+    a completion missing from a replayed file (``replay``): the file is pinned by its sha256, so
+    asking it again would only store the same ``missing`` record once more."""
     last = record.rounds[-1].grade if record.rounds else record.grade
-    return record.grade.verdict in RETRIED or last.verdict in RETRIED
+    again = RETRIED - {Verdict.MISSING} if replay else RETRIED
+    return record.grade.verdict in again or last.verdict in again
