@@ -32,12 +32,22 @@ truncate            the completion cut at 60 % with ``finish_reason="length"``  
 Programs run under 20 s of wall and CPU time. A mutant that still grades ``correct`` (e.g.
 integrality flipped on an LP whose optimum is integral anyway) is counted as "still correct" and
 left out of the matrix, as is one whose grade is not the program's (``unverified``, environment
-failures), or that ran out of time or memory (the edit made it too slow to show its mistake).
+failures), or that ran out of time or memory (the edit made it too slow to show its mistake), or
+whose program caught the exception its edit raises (``data_key``, ``api_attr``: a ``try``/``except``
+around the whole model, as ORThought's programs have, makes it end without a solve instead).
 Prints the confusion matrix
 (expected rows, diagnosed columns), precision and recall per category, and the time the
 diagnoses took against the time the same samples took to execute and judge.
 
     python scripts/diagnosis_confusion.py [--limit 40] [--workers 2] [--benchmark b4o-feasible]
+        [--held-out [--tuning-rows 40]]
+
+The diagnosis was tuned on the first :data:`TUNING_ROWS` rows of B4O-Feasible. ``--held-out``
+builds the corpus from ``--limit`` rows after the first ``--tuning-rows`` instead, leaving out any
+row whose reference program is a tuning row's (B4O's twins: the full and concise wordings of one
+instance share their program): mutants of programs the tuning never saw. Another benchmark with
+reference programs (``--benchmark industryor@orthought``, ORThought's gurobipy programs) is
+held out as a whole.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ import argparse
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -68,8 +78,12 @@ from trex_eval.records import (
 )
 from trex_eval.sandbox import SandboxLimits, SandboxPool
 
+TUNING_ROWS = 40
+"""Rows of B4O-Feasible (with a reference program) the diagnosis was tuned on: the first 40."""
 LIMITS = SandboxLimits(wall_s=20.0, cpu_s=20.0)
 """Shorter than a run's 60 s: a mutant that loses its way (a free variable in a MILP) stops sooner."""
+_RAISING = frozenset({"data_key", "api_attr"})
+"""Mutations whose category is decided by the exception they raise."""
 _OPTIMIZE = re.compile(r"^(\s*)(\w+)\.optimize\(\)\s*$", re.M)
 _KEY = re.compile(r"\[(['\"])(\w+)\1\]")
 
@@ -262,6 +276,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=40, help="reference programs to mutate (first N rows)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--benchmark", default="b4o-feasible")
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="mutate --limit rows after the tuning rows, none sharing a tuning row's program",
+    )
+    parser.add_argument("--tuning-rows", type=int, default=TUNING_ROWS, help="rows --held-out skips")
     parser.add_argument("--show", action="store_true", help="print every mutant that was misdiagnosed")
     parser.add_argument(
         "--budget-s", type=float, default=None, help="seconds per sample (default: the run's)"
@@ -269,7 +289,7 @@ def main() -> None:
     args = parser.parse_args()
     bench = load_benchmark(args.benchmark, data_dir=resolve_data_dir(None))
     plan = plan_for(bench)
-    problems = [p for p in bench.problems if p.reference_code is not None][: args.limit]
+    problems = corpus_rows(bench.problems, args.limit, held_out=args.held_out, tuning_rows=args.tuning_rows)
     rows: list[tuple[str, str]] = []
     excluded: Counter[str] = Counter()
     judged = diagnosed = worst = 0.0
@@ -298,6 +318,9 @@ def main() -> None:
             # The mutant never reached the mistake it was made for (the edit made it too slow).
             excluded[f"{grade.verdict.value} ({mutant.mutation})"] += 1
             continue
+        if mutant.mutation in _RAISING and execution.error_type is None:
+            excluded[f"exception caught ({mutant.mutation})"] += 1
+            continue
         if grade.verdict is Verdict.UNVERIFIED or grade.verdict.is_environment_failure:
             excluded[f"{grade.verdict.value} ({mutant.mutation})"] += 1
             continue
@@ -323,6 +346,18 @@ def main() -> None:
         f"{diagnosed / max(1e-9, judged_failing + passing * failing):.0%} to its grading time "
         f"({failing} failing samples diagnosed in {diagnosed:.1f} s)"
     )
+
+
+def corpus_rows(
+    problems: Sequence[Problem], limit: int, *, held_out: bool, tuning_rows: int = TUNING_ROWS
+) -> list[Problem]:
+    """The rows to mutate: the first ``limit`` with a reference program, or with ``held_out``
+    the first ``limit`` after the first ``tuning_rows`` whose reference program no tuning row has."""
+    with_code = [p for p in problems if p.reference_code is not None]
+    if not held_out:
+        return with_code[:limit]
+    seen = {p.reference_code for p in with_code[:tuning_rows]}
+    return [p for p in with_code[tuning_rows:] if p.reference_code not in seen][:limit]
 
 
 def _code_of(plan: EvaluationPlan, problem: Problem) -> str:
