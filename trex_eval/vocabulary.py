@@ -203,6 +203,15 @@ class DiagnosisCategory(str, Enum):
     """The judged value rounded to the label's decimals meets the reference."""
     NEAR_MISS = "near_miss"
     """The judged value is within 1e-3 (relative) of the reference, outside the rule's tolerance."""
+    CONSTRAINT_MISSING = "constraint_missing"
+    """Structure-graded: rows of the reference model have no counterpart in the generated one
+    (named in the detail), and every generated row has one in the reference."""
+    CONSTRAINT_DIFFERS = "constraint_differs"
+    """Structure-graded: rows on both sides lack a counterpart: coefficients or sides differ."""
+    VARIABLES_DIFFER = "variables_differ"
+    """Structure-graded: the rows match, but the models have different numbers of columns."""
+    OBJECTIVE_DIFFERS = "objective_differs"
+    """Structure-graded: rows and columns match, the objective coefficients do not."""
     UNEXPLAINED = "unexplained"
     """None of the above (or the diagnosis ran out of its budget, or the model is over its size
     cap: the detail says which)."""

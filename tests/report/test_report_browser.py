@@ -121,3 +121,24 @@ def test_opened_problems_show_the_stored_texts(browser: HeadlessChromium, page: 
         f"document.querySelector('{section}').textContent"
     )
     assert browser.errors() == []
+
+
+def test_a_problem_id_in_a_transition_table_opens_its_drill_down(
+    browser: HeadlessChromium, page: Path
+) -> None:
+    opened = browser.evaluate(
+        """(() => {
+          var link = document.querySelector("a.jump");
+          if (!link) return null;
+          link.click();
+          var section = [...document.querySelectorAll(".bench-problems")]
+            .find((s) => s.dataset.benchmark === link.dataset.bench);
+          var problem = [...section.querySelectorAll("details.problem")]
+            .find((p) => p.querySelector(".pid").textContent === link.dataset.pid);
+          return [link.dataset.pid, problem.open, !problem.hidden, section.closest("details.bench").open];
+        })()"""
+    )
+    assert opened is not None, "the report shows no transition with problem ids"
+    assert opened[1:] == [True, True, True], opened
+    time.sleep(0.5)
+    assert browser.errors() == []

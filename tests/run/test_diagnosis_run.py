@@ -99,6 +99,9 @@ def test_compare_shows_what_changed(tmp_path: Path, data_dir: Path) -> None:
         ("correct", "objective_scaled"): 1,
         ("data_access", "data_access"): 1,
     }
+    assert {(t.source, t.target): t.problems for t in pair.transitions}[("sense_flipped", "correct")] == (
+        "0",
+    )
     markdown = render_comparison_markdown(result)
     assert "| sense_flipped | correct | 1 |" in markdown and "| data_access | data_access |" not in markdown
     shown = trex_eval("compare", str(base), str(trained), columns=160, cwd=tmp_path)
@@ -109,6 +112,7 @@ def test_compare_shows_what_changed(tmp_path: Path, data_dir: Path) -> None:
     assert re.search(r'<span title="sense_flipped: 1"', page)  # the base run's stacked bar
     transitions = page[page.index('<details class="transitions">') :]
     assert "<td>sense_flipped</td><td>correct</td>" in transitions
+    assert 'data-bench="' in transitions and 'data-pid="0">0</a>' in transitions  # opens problem 0
     assert "<td>data_access</td><td>data_access</td>" not in transitions  # unchanged: not listed
     blob = re.search(r'<script type="application/octet-stream" id="texts-0">([^<]+)</script>', page)
     assert blob is not None

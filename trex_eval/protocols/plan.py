@@ -19,12 +19,16 @@ from trex_eval.benchmarks import Benchmark, GraderSpec
 from trex_eval.errors import GradingError
 from trex_eval.extract import extract, extractor_function
 from trex_eval.grading import ObjectiveRule, Rule, StructureRule, rule_for
-from trex_eval.grading.diagnosis import DiagnosisBudget, diagnose
+from trex_eval.grading.diagnosis import NOT_DIAGNOSED, DiagnosisBudget, diagnose
+from trex_eval.grading.diagnosis.failures import failure_diagnosis
+from trex_eval.grading.diagnosis.structure import failed_check, structure_diagnosis
 from trex_eval.grading.lp import parse_lp, parse_mps
 from trex_eval.grading.objective.base import Conversion, ConvertingRule, failure_verdict
 from trex_eval.protocols import Protocol, get_protocol, protocol_names
 from trex_eval.records import (
     Completion,
+    Diagnosis,
+    DiagnosisCategory,
     ExecStatus,
     Execution,
     Grade,
@@ -121,11 +125,18 @@ class EvaluationPlan:
         grade: Grade,
         *,
         budget: DiagnosisBudget | None = None,
+        reference_model: ReferenceModelLoader | None = None,
     ) -> Grade:
         """``grade`` with its :class:`~trex_eval.records.Diagnosis` (why it failed), edited models
         re-solved by the harness's own re-solve (:func:`trex_eval.sandbox.verify.resolve`) within
         ``budget``; unchanged for a grade that passed or is not diagnosed. The verdict is never
-        changed. Blocking (up to the budget's seconds): call it off the event loop."""
+        changed. Blocking (up to the budget's seconds): call it off the event loop. A
+        structure-graded sample is compared with its reference model part by part
+        (:mod:`trex_eval.grading.diagnosis.structure`; needs ``reference_model``, else its model
+        is ``unexplained``)."""
+        if isinstance(problem.reference, StructureReference) and reference_model is not None:
+            found = self._structure_diagnosis(problem, completion, execution, grade, reference_model)
+            return grade if found is None else grade.model_copy(update={"diagnosis": found})
         last = execution.last_solve
         gurobi = last is not None and last.library == "gurobipy"
         found = diagnose(
@@ -178,26 +189,63 @@ class EvaluationPlan:
     def _grade_structure(
         self, rule: StructureRule, problem: Problem, execution: Execution, reference: LinearModel
     ) -> Grade:
+        generated = self._generated(problem, execution)
+        if isinstance(generated, Grade):
+            return generated
+        model, name = generated
+        grade = rule.grade(reference, model)
+        evidence = grade.evidence
+        if isinstance(evidence, StructureEvidence):
+            evidence = evidence.model_copy(update={"generated_from": name})
+        return grade.model_copy(update={"evidence": evidence})
+
+    def _generated(self, problem: Problem, execution: Execution) -> tuple[LinearModel, str] | Grade:
+        """The model the program made (and the file or solve it came from), or the grade of a
+        program that made none readable."""
         source = self.protocol.structure_source(problem, execution)
         if isinstance(source, str):
             return self._no_model(execution, source)
-        generated = source.model
-        if generated is None:
-            try:
-                text = source.text or ""
-                generated = parse_mps(text) if source.name.lower().endswith(".mps") else parse_lp(text)
-            except GradingError as exc:
-                return Grade(
-                    verdict=Verdict.WRONG,
-                    rule=rule.spec,
-                    reason=f"the model file {source.name} is not a readable model: {exc}",
-                    evidence=StructureEvidence(checks=(), generated_from=source.name),
-                )
-        grade = rule.grade(reference, generated)
-        evidence = grade.evidence
-        if isinstance(evidence, StructureEvidence):
-            evidence = evidence.model_copy(update={"generated_from": source.name})
-        return grade.model_copy(update={"evidence": evidence})
+        if source.model is not None:
+            return source.model, source.name
+        try:
+            text = source.text or ""
+            return (parse_mps(text) if source.name.lower().endswith(".mps") else parse_lp(text)), source.name
+        except GradingError as exc:
+            return Grade(
+                verdict=Verdict.WRONG,
+                rule=self.rule.spec,
+                reason=f"the model file {source.name} is not a readable model: {exc}",
+                evidence=StructureEvidence(checks=(), generated_from=source.name),
+            )
+
+    def _structure_diagnosis(
+        self,
+        problem: Problem,
+        completion: Completion | None,
+        execution: Execution,
+        grade: Grade,
+        reference_model: ReferenceModelLoader,
+    ) -> Diagnosis | None:
+        """A structure-graded sample's diagnosis: a failure before any model, else the smallest
+        part in which its model differs from the reference (:mod:`.diagnosis.structure`)."""
+        if grade.verdict in NOT_DIAGNOSED:
+            return None
+        early = failure_diagnosis(completion, execution, grade)
+        if early is not None:
+            return early
+        generated = self._generated(problem, execution)
+        if isinstance(generated, Grade):
+            category = (
+                DiagnosisCategory.NO_SOLVE
+                if generated.verdict is Verdict.NO_SOLVE
+                else DiagnosisCategory.UNEXPLAINED
+            )
+            return Diagnosis(category=category, detail=generated.reason)
+        assert isinstance(problem.reference, StructureReference)  # the caller's check
+        evidence = grade.evidence if isinstance(grade.evidence, StructureEvidence) else None
+        return structure_diagnosis(
+            reference_model(problem.reference), generated[0], failed_check=failed_check(evidence)
+        )
 
     def _no_model(self, execution: Execution, what: str) -> Grade:
         if execution.status is ExecStatus.OK or execution.status is ExecStatus.NO_SOLVE:

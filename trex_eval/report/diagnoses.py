@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from trex_eval.records import Record, SampleRecord
-from trex_eval.report.runs import BenchmarkResults
+from trex_eval.report.runs import BenchmarkResults, natural_key
 
 if TYPE_CHECKING:
     from trex_eval.report.summary import RunSummary
@@ -25,11 +25,13 @@ MISSING = "missing"
 
 
 class Transition(Record):
-    """``count`` samples labelled ``source`` in the baseline and ``target`` in the candidate."""
+    """``count`` samples labelled ``source`` in the baseline and ``target`` in the candidate;
+    ``problems`` are their problem ids, each once, in natural order."""
 
     source: str
     target: str
     count: int
+    problems: tuple[str, ...] = ()
 
 
 def label(record: SampleRecord | None) -> str:
@@ -55,14 +57,20 @@ def transitions(baseline: BenchmarkResults, candidate: BenchmarkResults) -> tupl
     base = {p.problem_id: p.samples for p in baseline.problems}
     cand = {p.problem_id: p.samples for p in candidate.problems}
     counts: Counter[tuple[str, str]] = Counter()
+    where: dict[tuple[str, str], set[str]] = {}
     for problem_id in base.keys() | cand.keys():
         left, right = base.get(problem_id, ()), cand.get(problem_id, ())
         for index in range(max(len(left), len(right))):
             before = left[index] if index < len(left) else None
             after = right[index] if index < len(right) else None
-            counts[(label(before), label(after))] += 1
+            pair = (label(before), label(after))
+            counts[pair] += 1
+            where.setdefault(pair, set()).add(problem_id)
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return tuple(Transition(source=s, target=t, count=n) for (s, t), n in ordered)
+    return tuple(
+        Transition(source=s, target=t, count=n, problems=tuple(sorted(where[(s, t)], key=natural_key)))
+        for (s, t), n in ordered
+    )
 
 
 def diagnosis_table(rows: Sequence[tuple[str, dict[str, int]]]) -> list[str]:

@@ -119,7 +119,11 @@ class RewardScorer(ScorerFront):
                 )
         if self.settings.diagnose and target.plan is not None and not grade.passed:
             grade = await asyncio.to_thread(
-                target.plan.diagnosed, target.problem, completion, execution, grade
+                functools.partial(target.plan.diagnosed, reference_model=self._references),
+                target.problem,
+                completion,
+                execution,
+                grade,
             )
         reward, stage = self.policy.pay(grade.verdict, ran, program)
         done = time.perf_counter()

@@ -300,7 +300,9 @@ class Session:
             )
         if self.options.diagnose and not grade.passed:
             # Why it failed: edited copies of the captured model re-solved, off the event loop.
-            grade = await asyncio.to_thread(plan.diagnosed, problem, completion, execution, grade)
+            grade = await asyncio.to_thread(
+                plan.diagnosed, problem, completion, execution, grade, reference_model=self.references
+            )
         return SampleRecord(
             benchmark=item.bench.name,
             problem_id=problem.id,

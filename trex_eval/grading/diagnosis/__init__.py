@@ -7,7 +7,8 @@ Modules: :mod:`.failures` (before a model exists: completion, exception, limits)
 :mod:`.edits` (single edits of a captured model), :mod:`.drops` (which one constraint's drop
 meets the reference, searched group by group), :mod:`.values` (scale, rounding, near miss, the
 rule's acceptance of a value and where a value stands to the reference), :mod:`.search` (the
-entry point, its order and budget).
+entry point, its order and budget), :mod:`.structure` (a structure-graded model against the
+reference model, part by part).
 """
 
 from __future__ import annotations

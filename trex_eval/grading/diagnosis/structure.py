@@ -1,0 +1,188 @@
+"""Why a structure-graded model is not the reference (B4O-ORGEval): the smallest part in which the
+two differ, named by the vocabulary's categories. Pure; no re-solve, no I/O.
+
+The comparison works on the models' parts up to renaming and reordering, as ORGEval's does, but
+part by part rather than as one graph, so that what differs can be named:
+
+* **rows** as signatures: a row's coefficients divided by its largest ``|a|``, as a sorted
+  multiset, with its sides, in the orientation (times ``1`` or ``-1``) whose signature sorts
+  first, so ``x + y <= 4`` and ``-2x - 2y >= -8`` are one row. A row of one entry on a continuous
+  or integer column is a bound (:mod:`trex_eval.grading.structure.canonical` folds it the same
+  way), not a row. Numbers are compared to 6 significant digits.
+* **objective**: the sense and the multiset of non-zero coefficients.
+* **columns**: counts by type (continuous, integer; binary is integer in ``[0, 1]``) and the
+  multiset of bounds.
+
+The first difference in this order decides: the objective sense alone (``sense_flipped``), the
+integer columns alone (``integrality_missing``/``integrality_extra``), reference rows without a
+counterpart while every generated row has one (``constraint_missing``, the rows named), generated
+rows without one (``constraint_extra``), rows on both sides without a counterpart
+(``constraint_differs``), the number of columns (``variables_differ``), the objective
+coefficients (``objective_differs``), lower bounds of zero the generated model lacks
+(``bounds_missing``). Models whose parts all match but which ORGEval still calls different differ
+in which column sits in which row: ``unexplained``, with the check that failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from trex_eval.records import Diagnosis, DiagnosisCategory, LinearModel, StructureEvidence
+
+Category = DiagnosisCategory
+
+NAMED_ROWS = 3
+"""Rows named in a detail at most (the count says how many there are)."""
+
+_Signature = tuple[tuple[float, ...], float, float]
+
+
+def structure_diagnosis(
+    reference: LinearModel, generated: LinearModel, *, failed_check: str = ""
+) -> Diagnosis:
+    """The smallest differing part of ``generated`` against ``reference`` (module docstring).
+    ``failed_check`` names the ORGEval check that failed, for the ``unexplained`` detail."""
+    ref_rows, gen_rows = _rows(reference), _rows(generated)
+    missing, extra = _unmatched(ref_rows, gen_rows), _unmatched(gen_rows, ref_rows)
+    rows_match = not missing and not extra
+    ref_types, gen_types = _types(reference), _types(generated)
+    evidence = {
+        "reference_rows": float(len(ref_rows)),
+        "generated_rows": float(len(gen_rows)),
+        "reference_columns": float(reference.num_vars),
+        "generated_columns": float(generated.num_vars),
+        "reference_integer": float(ref_types["I"]),
+        "generated_integer": float(gen_types["I"]),
+        "rows_without_counterpart": float(len(missing)),
+        "extra_rows": float(len(extra)),
+    }
+
+    def found(category: Category, detail: str) -> Diagnosis:
+        return Diagnosis(category=category, detail=detail, evidence=evidence)
+
+    same_columns = sum(ref_types.values()) == sum(gen_types.values())
+    if (
+        reference.sense != generated.sense
+        and rows_match
+        and _coefficients(reference) == _coefficients(generated)
+    ):
+        return found(
+            Category.SENSE_FLIPPED,
+            f"the generated model {_verb(generated)}s what the reference {_verb(reference)}s; its rows "
+            "and objective coefficients match",
+        )
+    if rows_match and same_columns and ref_types != gen_types:
+        fewer = gen_types["I"] < ref_types["I"]
+        return found(
+            Category.INTEGRALITY_MISSING if fewer else Category.INTEGRALITY_EXTRA,
+            f"{gen_types['I']} integer columns where the reference has {ref_types['I']}; rows match",
+        )
+    if missing and not extra:
+        return found(
+            Category.CONSTRAINT_MISSING,
+            f"{len(missing)} reference row(s) without a counterpart in the generated model: "
+            + _named(missing),
+        )
+    if extra and not missing:
+        return found(
+            Category.CONSTRAINT_EXTRA,
+            f"{len(extra)} generated row(s) without a counterpart in the reference: {_named(extra)}",
+        )
+    if missing and extra:
+        return found(
+            Category.CONSTRAINT_DIFFERS,
+            f"{len(missing)} reference row(s) ({_named(missing)}) and {len(extra)} generated row(s) "
+            f"({_named(extra)}) have no counterpart: coefficients or sides differ",
+        )
+    if not same_columns:
+        return found(
+            Category.VARIABLES_DIFFER,
+            f"{sum(gen_types.values())} columns where the reference has {sum(ref_types.values())}; "
+            "rows match",
+        )
+    if _objective(reference) != _objective(generated):
+        return found(Category.OBJECTIVE_DIFFERS, "the objective coefficients differ; rows and columns match")
+    free = _nonnegative(reference) - _nonnegative(generated)
+    if free > 0:
+        return found(
+            Category.BOUNDS_MISSING,
+            f"{free} column(s) the reference holds at zero or above are free in the generated model",
+        )
+    return found(
+        Category.UNEXPLAINED,
+        "rows, objective and columns match part by part; the models differ in which column sits in "
+        f"which row ({failed_check or 'ORGEval'} failed)",
+    )
+
+
+def failed_check(evidence: StructureEvidence | None) -> str:
+    """The name of the ORGEval check that failed (``""`` when none is recorded)."""
+    if evidence is None:
+        return ""
+    return next((check.name for check in evidence.checks if not check.passed), "")
+
+
+def _rows(model: LinearModel) -> list[tuple[str, _Signature]]:
+    entries: list[dict[int, float]] = [{} for _ in model.row_names]
+    for i, j, value in zip(model.a_row, model.a_col, model.a_val, strict=True):
+        entries[i][j] = entries[i].get(j, 0.0) + value
+    rows = []
+    for i, terms in enumerate(entries):
+        values = [a for a in terms.values() if a != 0.0]
+        lower, upper = model.row_lower[i], model.row_upper[i]
+        if not values or (lower == -math.inf and upper == math.inf):
+            continue
+        if len(values) == 1 and model.vtype[next(j for j, a in terms.items() if a != 0.0)] in ("C", "I", "B"):
+            continue  # a bound, as the canonical form folds it
+        scale = max(abs(a) for a in values)
+        up = (tuple(sorted(_key(a / scale) for a in values)), _key(lower / scale), _key(upper / scale))
+        down = (tuple(sorted(_key(-a / scale) for a in values)), _key(-upper / scale), _key(-lower / scale))
+        rows.append((model.row_names[i] if i < len(model.row_names) else f"row {i}", min(up, down)))
+    return rows
+
+
+def _unmatched(rows: Sequence[tuple[str, _Signature]], others: Sequence[tuple[str, _Signature]]) -> list[str]:
+    """Names of ``rows`` left once each is paired with an equal signature of ``others``."""
+    available = Counter(signature for _, signature in others)
+    left = []
+    for name, signature in rows:
+        if available[signature]:
+            available[signature] -= 1
+        else:
+            left.append(name)
+    return left
+
+
+def _types(model: LinearModel) -> Counter[str]:
+    counts: Counter[str] = Counter({"C": 0, "I": 0})
+    for kind in model.vtype:
+        counts["I" if kind in ("I", "B") else "C"] += 1
+    return counts
+
+
+def _coefficients(model: LinearModel) -> Counter[float]:
+    return Counter(_key(c) for c in model.obj if c != 0.0)
+
+
+def _objective(model: LinearModel) -> Counter[float]:
+    flip = -1.0 if model.sense == "max" else 1.0
+    return Counter(_key(flip * c) for c in model.obj if c != 0.0)
+
+
+def _nonnegative(model: LinearModel) -> int:
+    return sum(1 for low in model.lb if low >= 0.0)
+
+
+def _key(value: float) -> float:
+    return value if not math.isfinite(value) else float(f"{value:.6g}")
+
+
+def _verb(model: LinearModel) -> str:
+    return "maximise" if model.sense == "max" else "minimise"
+
+
+def _named(names: Sequence[str]) -> str:
+    shown = ", ".join(repr(name) for name in names[:NAMED_ROWS])
+    return shown + (f" and {len(names) - NAMED_ROWS} more" if len(names) > NAMED_ROWS else "")
