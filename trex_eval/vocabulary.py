@@ -204,8 +204,10 @@ class DiagnosisCategory(str, Enum):
     NEAR_MISS = "near_miss"
     """The judged value is within 1e-3 (relative) of the reference, outside the rule's tolerance."""
     CONSTRAINT_MISSING = "constraint_missing"
-    """Structure-graded: rows of the reference model have no counterpart in the generated one
-    (named in the detail), and every generated row has one in the reference."""
+    """Rows of the reference model have no counterpart in the generated one (named in the detail),
+    and every generated row has one in the reference. Structure-graded samples against the
+    reference LP; objective samples that no single edit explains, against the model the
+    benchmark's reference program builds (:mod:`trex_eval.run.reference_programs`)."""
     CONSTRAINT_DIFFERS = "constraint_differs"
     """Structure-graded: rows on both sides lack a counterpart: coefficients or sides differ."""
     VARIABLES_DIFFER = "variables_differ"

@@ -187,10 +187,19 @@ def test_single_edits_of_the_reference_models_are_named(data_dir: Path) -> None:
 def test_a_column_or_lost_non_negativity_is_named_and_renaming_is_no_difference(data_dir: Path) -> None:
     reference = next(m for m in _references(data_dir) if m.num_vars >= 2 and _wide_row(m) is not None)
     assert structure_diagnosis(reference, _column(reference)).category is C.VARIABLES_DIFFER
-    nonnegative = [j for j, low in enumerate(reference.lb) if low == 0.0]
-    free = list(reference.lb)
-    free[nonnegative[0]] = -math.inf
-    found = structure_diagnosis(reference, reference.model_copy(update={"lb": tuple(free)}))
+    rule = get_rule("orgeval-exact")
+
+    def freed(model: LinearModel) -> LinearModel | None:
+        """``model`` with one non-negative column made free, where ORGEval calls that a change."""
+        for j in (j for j, low in enumerate(model.lb) if low == 0.0):
+            mutant = model.model_copy(update={"lb": (*model.lb[:j], -math.inf, *model.lb[j + 1 :])})
+            if rule.grade(model, mutant).verdict is Verdict.WRONG:  # type: ignore[attr-defined]
+                return mutant
+        return None  # every column is held at zero or above by a one-variable row too
+
+    pairs = ((model, freed(model)) for model in _references(data_dir))
+    model, mutant = next((m, x) for m, x in pairs if x is not None)
+    found = structure_diagnosis(model, mutant)
     assert found.category is C.BOUNDS_MISSING and "1 column" in found.detail
 
     # Rows reversed, each row negated into the other orientation and scaled: still the same rows.

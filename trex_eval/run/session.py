@@ -31,6 +31,7 @@ from trex_eval.run import provenance
 from trex_eval.run.preflight import missing_library_notes
 from trex_eval.run.prepare import PreparedBenchmark
 from trex_eval.run.progress import RunProgress
+from trex_eval.run.reference_programs import ReferencePrograms
 from trex_eval.run.repair import RepairTemplate
 from trex_eval.run.repair_rounds import RETRIED, repair_rounds
 from trex_eval.run.reuse import reusable_executions
@@ -116,6 +117,7 @@ class Session:
             enabled=options.show_progress,
         )
         self.references = ReferenceModels()
+        self.reference_programs = ReferencePrograms()
         self.generated_now = 0
         self.graded_now = 0
         self.executed_now = 0
@@ -303,6 +305,10 @@ class Session:
             grade = await asyncio.to_thread(
                 plan.diagnosed, problem, completion, execution, grade, reference_model=self.references
             )
+            # Still unexplained: the reference program's model, compared part by part.
+            grade = await self.reference_programs.refined(
+                grade, problem, execution, run=lambda p, code: self._reference_run(item, p, code)
+            )
         return SampleRecord(
             benchmark=item.bench.name,
             problem_id=problem.id,
@@ -313,6 +319,12 @@ class Session:
             execution=execution,
             grade=grade,
         )
+
+    async def _reference_run(self, item: PreparedBenchmark, problem: Problem, program: Program) -> Execution:
+        """A reference program run for a diagnosis (not counted among the samples' executions)."""
+        if not self.pool_started:
+            await self._start_pool()
+        return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits)
 
     async def _execution(
         self, item: PreparedBenchmark, problem: Problem, program: Program, index: int, round_index: int = 0

@@ -19,8 +19,10 @@ counterpart while every generated row has one (``constraint_missing``, the rows 
 rows without one (``constraint_extra``), rows on both sides without a counterpart
 (``constraint_differs``), the number of columns (``variables_differ``), the objective
 coefficients (``objective_differs``), lower bounds of zero the generated model lacks
-(``bounds_missing``). Models whose parts all match but which ORGEval still calls different differ
-in which column sits in which row: ``unexplained``, with the check that failed.
+(``bounds_missing``), one-variable rows of the reference whose bounds the generated model lacks
+(``constraint_missing`` again). Models whose parts all match but which ORGEval still calls
+different differ in which column sits in which row, or in bounds no one-variable row explains:
+``unexplained``, with what was found.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ NAMED_ROWS = 3
 """Rows named in a detail at most (the count says how many there are)."""
 
 _Signature = tuple[tuple[float, ...], float, float]
+_FOLDED = frozenset({"C", "I", "B"})
+"""Column types whose one-entry rows are bounds (semi-continuous ones keep theirs as rows)."""
 
 
 def structure_diagnosis(
@@ -110,10 +114,25 @@ def structure_diagnosis(
             Category.BOUNDS_MISSING,
             f"{free} column(s) the reference holds at zero or above are free in the generated model",
         )
+    bounds = _unmatched_count(_bounds(reference), _bounds(generated))
+    if bounds:
+        lost = _unmatched(_rows(reference, single=True), _rows(generated, single=True))
+        if lost and not _unmatched(_rows(generated, single=True), _rows(reference, single=True)):
+            return found(
+                Category.CONSTRAINT_MISSING,
+                f"{len(lost)} one-variable row(s) of the reference without a counterpart ({bounds} "
+                f"column(s) bounded otherwise): {_named(lost)}",
+            )
+        return found(
+            Category.UNEXPLAINED,
+            f"rows, objective and column types match; {bounds} column(s) have other bounds "
+            "(variable bounds or one-variable constraints)",
+        )
+    check = f" ({failed_check} failed)" if failed_check else ""
     return found(
         Category.UNEXPLAINED,
-        "rows, objective and columns match part by part; the models differ in which column sits in "
-        f"which row ({failed_check or 'ORGEval'} failed)",
+        f"rows, objective, columns and bounds match part by part; the models differ in which column "
+        f"sits in which row{check}",
     )
 
 
@@ -124,23 +143,47 @@ def failed_check(evidence: StructureEvidence | None) -> str:
     return next((check.name for check in evidence.checks if not check.passed), "")
 
 
-def _rows(model: LinearModel) -> list[tuple[str, _Signature]]:
-    entries: list[dict[int, float]] = [{} for _ in model.row_names]
-    for i, j, value in zip(model.a_row, model.a_col, model.a_val, strict=True):
-        entries[i][j] = entries[i].get(j, 0.0) + value
+def _rows(model: LinearModel, *, single: bool = False) -> list[tuple[str, _Signature]]:
+    """Named signatures of the rows (``single``: of the one-variable rows, which are bounds)."""
     rows = []
-    for i, terms in enumerate(entries):
-        values = [a for a in terms.values() if a != 0.0]
-        lower, upper = model.row_lower[i], model.row_upper[i]
-        if not values or (lower == -math.inf and upper == math.inf):
+    for i, terms, lower, upper in _parts(model):
+        if (len(terms) == 1 and model.vtype[next(iter(terms))] in _FOLDED) != single:
             continue
-        if len(values) == 1 and model.vtype[next(j for j, a in terms.items() if a != 0.0)] in ("C", "I", "B"):
-            continue  # a bound, as the canonical form folds it
+        values = list(terms.values())
         scale = max(abs(a) for a in values)
         up = (tuple(sorted(_key(a / scale) for a in values)), _key(lower / scale), _key(upper / scale))
         down = (tuple(sorted(_key(-a / scale) for a in values)), _key(-upper / scale), _key(-lower / scale))
         rows.append((model.row_names[i] if i < len(model.row_names) else f"row {i}", min(up, down)))
     return rows
+
+
+def _bounds(model: LinearModel) -> list[tuple[float, float]]:
+    """Each column's bounds with its one-entry rows folded in, as the canonical form folds them."""
+    lb, ub = list(model.lb), list(model.ub)
+    for j, kind in enumerate(model.vtype):
+        if kind == "B":
+            lb[j], ub[j] = max(lb[j], 0.0), min(ub[j], 1.0)
+    for _, terms, lower, upper in _parts(model):
+        if len(terms) == 1:
+            ((j, a),) = terms.items()
+            if model.vtype[j] in _FOLDED:
+                low, high = (lower / a, upper / a) if a > 0 else (upper / a, lower / a)
+                lb[j], ub[j] = max(lb[j], low), min(ub[j], high)
+    return list(zip(lb, ub, strict=True))
+
+
+def _parts(model: LinearModel) -> list[tuple[int, dict[int, float], float, float]]:
+    """Rows with entries and a finite side: index, non-zero entries (summed), sides."""
+    entries: list[dict[int, float]] = [{} for _ in model.row_names]
+    for i, j, value in zip(model.a_row, model.a_col, model.a_val, strict=True):
+        entries[i][j] = entries[i].get(j, 0.0) + value
+    parts = []
+    for i, terms in enumerate(entries):
+        kept = {j: a for j, a in terms.items() if a != 0.0}
+        lower, upper = model.row_lower[i], model.row_upper[i]
+        if kept and not (lower == -math.inf and upper == math.inf):
+            parts.append((i, kept, lower, upper))
+    return parts
 
 
 def _unmatched(rows: Sequence[tuple[str, _Signature]], others: Sequence[tuple[str, _Signature]]) -> list[str]:
@@ -153,6 +196,12 @@ def _unmatched(rows: Sequence[tuple[str, _Signature]], others: Sequence[tuple[st
         else:
             left.append(name)
     return left
+
+
+def _unmatched_count(items: Sequence[tuple[float, float]], others: Sequence[tuple[float, float]]) -> int:
+    left = Counter((_key(a), _key(b)) for a, b in items)
+    left.subtract(Counter((_key(a), _key(b)) for a, b in others))
+    return sum(n for n in left.values() if n > 0)
 
 
 def _types(model: LinearModel) -> Counter[str]:
@@ -172,7 +221,7 @@ def _objective(model: LinearModel) -> Counter[float]:
 
 
 def _nonnegative(model: LinearModel) -> int:
-    return sum(1 for low in model.lb if low >= 0.0)
+    return sum(1 for low, _ in _bounds(model) if low >= 0.0)
 
 
 def _key(value: float) -> float:

@@ -1,0 +1,121 @@
+"""The structural half of an objective sample's diagnosis: where the value-based search leaves a
+failing sample ``unexplained`` and the benchmark ships reference programs (B4O-Feasible,
+ORThought's copies, ...), the model the reference program builds — run once per problem in the
+sandbox and captured, as ``trex-eval audit`` runs it — is compared with the sample's captured
+model part by part (:mod:`trex_eval.grading.diagnosis.structure`).
+
+Only a comparison that names a part both formulations share is kept: the sense, integrality,
+reference rows the generated model lacks while every generated row has a counterpart
+(``constraint_missing``), the reverse (``constraint_extra``), the objective or the non-negativity.
+Two formulations that differ row against row (``constraint_differs``) or in their number of
+columns may well be the same model written differently: the sample stays ``unexplained``, its
+detail saying what the comparison found. A verdict is never changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from trex_eval.backends.reference import reference_completion_text
+from trex_eval.extract import extract
+from trex_eval.grading.diagnosis.structure import structure_diagnosis
+from trex_eval.records import (
+    Completion,
+    DiagnosisCategory,
+    ExecStatus,
+    Execution,
+    Grade,
+    LinearModel,
+    ObjectiveReference,
+    Problem,
+    Program,
+)
+
+
+def extract_code(text: str) -> str | None:
+    """The program of a reference completion (one fenced block)."""
+    return extract(Completion(problem_id="", sample_index=0, text=text), extractor="default").code
+
+
+KEPT = frozenset(
+    {
+        DiagnosisCategory.SENSE_FLIPPED,
+        DiagnosisCategory.INTEGRALITY_MISSING,
+        DiagnosisCategory.INTEGRALITY_EXTRA,
+        DiagnosisCategory.CONSTRAINT_MISSING,
+        DiagnosisCategory.CONSTRAINT_EXTRA,
+        DiagnosisCategory.OBJECTIVE_DIFFERS,
+        DiagnosisCategory.BOUNDS_MISSING,
+    }
+)
+"""Structural findings that name a part both formulations share (module docstring)."""
+
+Runner = Callable[[Problem, Program], Awaitable[Execution]]
+
+
+class ReferencePrograms:
+    """Captured models of reference programs, one sandbox run per (benchmark, problem), shared by
+    every sample of the problem (concurrent askers wait for the one run). ``run`` executes a
+    program for a problem as the benchmark's plan runs it."""
+
+    def __init__(self) -> None:
+        self._models: dict[tuple[str, str], asyncio.Future[LinearModel | None]] = {}
+        self.executed = 0
+
+    async def refined(self, grade: Grade, problem: Problem, execution: Execution, *, run: Runner) -> Grade:
+        """``grade`` with an ``unexplained`` diagnosis replaced by a structural one that names a
+        shared part, or its detail extended by what the comparison found; else ``grade``."""
+        found = grade.diagnosis
+        last = execution.last_solve
+        if (
+            found is None
+            or found.category is not DiagnosisCategory.UNEXPLAINED
+            or problem.reference_code is None
+            or not isinstance(problem.reference, ObjectiveReference)
+            or last is None
+            or last.model is None
+        ):
+            return grade
+        reference = await self._model(problem, run)
+        if reference is None:
+            return grade
+        generated = last.model
+        structural = await asyncio.to_thread(structure_diagnosis, reference, generated)
+        if structural.category in KEPT:
+            detail = f"against the reference program's model: {structural.detail}"
+            diagnosis = structural.model_copy(update={"detail": detail})
+        else:
+            diagnosis = found.model_copy(
+                update={
+                    "detail": f"{found.detail}; against the reference program's model: {structural.detail}",
+                    "evidence": {**found.evidence, **structural.evidence},
+                }
+            )
+        return grade.model_copy(update={"diagnosis": diagnosis})
+
+    async def _model(self, problem: Problem, run: Runner) -> LinearModel | None:
+        key = (problem.benchmark, problem.id)
+        pending = self._models.get(key)
+        if pending is None:
+            pending = asyncio.get_running_loop().create_future()
+            self._models[key] = pending
+            try:
+                pending.set_result(await self._capture(problem, run))
+            finally:
+                if not pending.done():  # the run failed or was cancelled: no model, and no retry
+                    pending.set_result(None)
+        return await asyncio.shield(pending)
+
+    async def _capture(self, problem: Problem, run: Runner) -> LinearModel | None:
+        code = extract_code(reference_completion_text(problem))
+        if code is None:
+            return None
+        self.executed += 1
+        execution = await run(
+            problem, Program(code=code, extractor="reference", reason="the reference program")
+        )
+        last = execution.last_solve
+        if execution.status is not ExecStatus.OK or last is None:
+            return None
+        return last.model
