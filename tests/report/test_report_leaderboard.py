@@ -12,6 +12,7 @@ from cli_process import trex_eval
 from records_factory import entry, manifest, sample
 
 from trex_eval.errors import ConfigError, StoreError
+from trex_eval.records import DiagnosisCategory
 from trex_eval.report import (
     IntervalSettings,
     Leaderboard,
@@ -109,6 +110,7 @@ class TestTable:
             "environment_failures",
             "missing_samples",
             "unverified_samples",
+            *(f"diagnosis.{category.value}" for category in DiagnosisCategory),
         ]
         groups = [f"{name}.{field}" for name in sorted(pr.BENCHMARKS) for field in fields]
         macro = [
@@ -121,6 +123,11 @@ class TestTable:
         assert columns == run_columns + groups + macro
         # the recorded identity is the manifest's, cell by cell
         frame = leaderboard_frame(board).set_index("model")
+        broken = next(row.summary for row in board.rows if row.summary.run.model == "broken")
+        assert any(bench.diagnoses for bench in broken.benchmarks)
+        for bench in broken.benchmarks:  # the diagnosis columns are the summary's counts
+            for category, count in bench.diagnoses.items():
+                assert frame.loc["broken", f"{bench.benchmark}.diagnosis.{category}"] == count
         for bench in reference.manifest.settings.benchmarks:
             assert frame.loc["reference", f"{bench.name}.rule"] == bench.rule
             assert frame.loc["reference", f"{bench.name}.dataset_sha256"] == bench.sha256

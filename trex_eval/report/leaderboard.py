@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from trex_eval.errors import ConfigError
-from trex_eval.records import Record
+from trex_eval.records import DiagnosisCategory, Record
 from trex_eval.report.intervals import IntervalSettings
 from trex_eval.report.runs import load_runs
 from trex_eval.report.summary import BenchmarkSummary, RunSummary, distinct_labels, summarize_results
@@ -186,8 +186,10 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
     ``G`` (its label): ``G.pass@1_pct, G.ciNN_low_pct, G.ciNN_high_pct`` (``NN`` = the confidence in
     percent), ``G.n`` (problems selected), ``G.rule, G.dataset_sha256, G.template_sha256,
     G.extractor, G.api_errors, G.environment_failures, G.missing_samples, G.unverified_samples``
-    (passing claims the harness could not verify, not counted in pass@1); empty where the run
-    did not fill the group. Then per macro column ``M``: ``M.pass@1_pct, M.ciNN_low_pct,
+    (passing claims the harness could not verify, not counted in pass@1), and
+    ``G.diagnosis.<category>`` for every :class:`~trex_eval.records.DiagnosisCategory` (failing
+    samples diagnosed so; 0 also where the run was not diagnosed); empty where the run did not
+    fill the group. Then per macro column ``M``: ``M.pass@1_pct, M.ciNN_low_pct,
     M.ciNN_high_pct, M.over`` (the column groups averaged, ``+``-separated), ``M.interval``
     (``bootstrap``, or ``wilson-mean`` where a benchmark has fewer than 30 problems). Scores are
     percentages at full float precision.
@@ -230,6 +232,9 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
             record[f"{prefix}.environment_failures"] = cell.environment_failures if cell else None
             record[f"{prefix}.missing_samples"] = cell.missing_samples if cell else None
             record[f"{prefix}.unverified_samples"] = cell.unverified_samples if cell else None
+            for category in DiagnosisCategory:
+                count = cell.diagnoses.get(category.value, 0) if cell else None
+                record[f"{prefix}.diagnosis.{category.value}"] = count
         for macro in board.macro_columns:
             mine = row.macro_column == macro.label
             summary = row.summary
@@ -241,7 +246,9 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
         records.append(record)
     frame = pd.DataFrame.from_records(records)
     integer_columns = [
-        name for name in frame.columns if name.endswith((".n", "_errors", "_failures", "_samples"))
+        name
+        for name in frame.columns
+        if name.endswith((".n", "_errors", "_failures", "_samples")) or ".diagnosis." in name
     ]
     for name in [*integer_columns, "limit"]:
         frame[name] = frame[name].astype("Int64")
