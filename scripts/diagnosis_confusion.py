@@ -18,9 +18,9 @@ free_vars           ``lb=-GRB.INFINITY`` on every ``addVar(s)`` (``lb=0`` replac
 extra_constraint    an objective cut ``obj >= ref + d`` (``<=`` ``ref - d`` when      constraint_extra
                     maximising), named ``diag_extra``, before the solve
 drop_constraint     one single-line ``addConstr`` statement replaced by ``pass``      unbounded_model when
-                    (the model then lacks a constraint: no category names that)   the solve is
-                                                                                  unbounded, else
-                                                                                  unexplained
+                    (named against the model the reference program builds, as a  the solve is
+                    run does for a sample the single edits leave unexplained)     unbounded, else
+                                                                                  constraint_missing
 scale               the objective times 100                                       objective_scaled
 rounding            the objective plus 0.45 (integral labels only)                rounding
 near_miss           the objective times 1.0005 (labels that do not round to it)   near_miss
@@ -53,6 +53,7 @@ held out as a whole.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
 import time
 from collections import Counter
@@ -76,6 +77,7 @@ from trex_eval.records import (
     SolveStatus,
     Verdict,
 )
+from trex_eval.run.reference_programs import ReferencePrograms
 from trex_eval.sandbox import SandboxLimits, SandboxPool
 
 TUNING_ROWS = 40
@@ -219,12 +221,13 @@ def mutants(problem: Problem, code: str) -> list[Mutant]:
 
 def _expected(mutant: Mutant, execution: Execution) -> str:
     """The category a mutant's mutation expects; a dropped constraint is ``unbounded_model`` when
-    the solve ended unbounded (nothing names a missing constraint), else ``unexplained``."""
+    the solve ended unbounded, else ``constraint_missing`` (named against the reference program's
+    model)."""
     if mutant.expected is not None:
         return mutant.expected
     last = execution.last_solve
     unbounded = last is not None and last.status in (SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD)
-    return "unbounded_model" if unbounded else "unexplained"
+    return "unbounded_model" if unbounded else "constraint_missing"
 
 
 def graded(
@@ -305,6 +308,37 @@ def main() -> None:
         ]
         print(f"{len(problems)} reference programs, {len(corpus)} mutants")
         results = list(lanes.map(lambda m: graded(pool, plan, m.problem, m.completion), corpus))
+        rows, (judged, diagnosed, worst), judged_failing = asyncio.run(
+            _diagnosed(pool, plan, corpus, results, budget, excluded, show=args.show)
+        )
+    _report(rows, excluded, (judged, diagnosed, worst))
+    # A run where half the samples fail: per failing sample, its grading and its diagnosis; per
+    # passing one (the reference programs themselves), its grading only.
+    passing = sum(seconds for _, _, seconds in checked) / max(1, len(checked))
+    failing = len(rows)
+    print(
+        f"budget {budget.time_s:g} s; a run where half the samples fail: diagnosis adds "
+        f"{diagnosed / max(1e-9, judged_failing + passing * failing):.0%} to its grading time "
+        f"({failing} failing samples diagnosed in {diagnosed:.1f} s, reference programs run "
+        "for the structural comparison included)"
+    )
+
+
+async def _diagnosed(
+    pool: SandboxPool,
+    plan: EvaluationPlan,
+    corpus: list[Mutant],
+    results: list[tuple[Execution, Grade, float]],
+    budget: DiagnosisBudget,
+    excluded: Counter[str],
+    *,
+    show: bool,
+) -> tuple[list[tuple[str, str]], tuple[float, float, float], float]:
+    """Each failing mutant diagnosed as a run diagnoses it: the value search, then, where that
+    leaves it unexplained, the reference program's model (run once per problem in the pool)."""
+    references = ReferencePrograms()
+    rows: list[tuple[str, str]] = []
+    judged = diagnosed = worst = 0.0
     judged_failing = 0.0
     for mutant, (execution, grade, seconds) in zip(corpus, results, strict=True):
         judged += seconds
@@ -326,26 +360,20 @@ def main() -> None:
             continue
         started = time.perf_counter()
         done = plan.diagnosed(mutant.problem, mutant.completion, execution, grade, budget=budget)
+        done = await references.refined(
+            done, mutant.problem, execution, run=lambda p, code: pool.arun(plan.job(p, code), limits=LIMITS)
+        )
         spent = time.perf_counter() - started
         diagnosed, worst = diagnosed + spent, max(worst, spent)
         judged_failing += seconds
         predicted = done.diagnosis.category.value if done.diagnosis else "none"
         expected = _expected(mutant, execution)
         rows.append((expected, predicted))
-        if args.show and expected != predicted:
+        if show and expected != predicted:
             detail = done.diagnosis.detail if done.diagnosis else ""
             print(f"  {mutant.problem.id} {mutant.mutation}: expected {expected}, got {predicted}")
             print(f"    diagnosis: {detail}; grade: {grade.reason[:160]}")
-    _report(rows, excluded, (judged, diagnosed, worst))
-    # A run where half the samples fail: per failing sample, its grading and its diagnosis; per
-    # passing one (the reference programs themselves), its grading only.
-    passing = sum(seconds for _, _, seconds in checked) / max(1, len(checked))
-    failing = len(rows)
-    print(
-        f"budget {budget.time_s:g} s; a run where half the samples fail: diagnosis adds "
-        f"{diagnosed / max(1e-9, judged_failing + passing * failing):.0%} to its grading time "
-        f"({failing} failing samples diagnosed in {diagnosed:.1f} s)"
-    )
+    return rows, (judged, diagnosed, worst), judged_failing
 
 
 def corpus_rows(

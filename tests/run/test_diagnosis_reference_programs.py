@@ -18,6 +18,18 @@ from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.store import RunStore
 
 CONSTRAINT = re.compile(r"^(\s*)\w+\.addConstr\(.*\)\s*$", re.M)
+OPTIMIZE = re.compile(r"^([ \t]*)(\w+)\.optimize\(\)", re.M)
+
+
+def _scaled_objective(text: str) -> str:
+    """The program with its objective times 100 just before its last solve."""
+    last = list(OPTIMIZE.finditer(text))[-1]
+    indent, model = last.group(1), last.group(2)
+    scale = (
+        f"{indent}{model}.update()\n"
+        f"{indent}{model}.setObjective(100 * {model}.getObjective(), {model}.ModelSense)\n"
+    )
+    return text[: last.start()] + scale + text[last.start() :]
 
 
 def _without_first_constraint(text: str) -> str:
@@ -30,16 +42,13 @@ def _without_first_constraint(text: str) -> str:
 def test_a_dropped_constraint_is_named_against_the_reference_programs_model(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    problems = load_benchmark("b4o-feasible", data_dir=data_dir).problems[:10]
+    problems = load_benchmark("b4o-feasible", data_dir=data_dir).problems[:14]
+    edited = {p.id: _without_first_constraint(reference_completion_text(p)) for p in problems}
+    scaled_one = next(p for p in problems if getattr(p.reference, "value", None))  # 100 × 0 is no change
+    edited[scaled_one.id] = _scaled_objective(reference_completion_text(scaled_one))
     recorded = tmp_path / "dropped.jsonl"
     recorded.write_text(
-        "".join(
-            json.dumps(
-                {"problem_id": p.id, "completion": _without_first_constraint(reference_completion_text(p))}
-            )
-            + "\n"
-            for p in problems
-        )
+        "".join(json.dumps({"problem_id": i, "completion": t}) + "\n" for i, t in edited.items())
     )
     model = BackendSpec(
         name="dropped",
@@ -49,7 +58,7 @@ def test_a_dropped_constraint_is_named_against_the_reference_programs_model(
         sampling=SamplingParams(),
     )
     result = pipeline.run(
-        RunSpec(model=model, benchmarks=("b4o-feasible",), limit=10),
+        RunSpec(model=model, benchmarks=("b4o-feasible",), limit=14),
         RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False, diagnose=True),
     )
     samples = {s.problem_id: s for s in RunStore(result.run_dir).iter_samples()}
@@ -61,6 +70,11 @@ def test_a_dropped_constraint_is_named_against_the_reference_programs_model(
         if g.diagnosis and g.diagnosis.category is DiagnosisCategory.CONSTRAINT_MISSING
     }
     assert "BENCH4OPT_8" in named and "BENCH4OPT_9" in named, {i: g.diagnosis for i, g in wrong.items()}
+    # Without that row BENCH4OPT_12's optimum is a tenth of the label, which the value search alone
+    # calls objective_scaled; the reference program's model shows the row is missing.
+    assert "BENCH4OPT_12" in named
+    scaled = wrong[scaled_one.id].diagnosis  # a scaled objective stays what it is
+    assert scaled is not None and scaled.category is DiagnosisCategory.OBJECTIVE_SCALED
     assert all(d.detail.startswith("against the reference program's model: ") for d in named.values())
     assert "'R0'" in named["BENCH4OPT_8"].detail  # the reference's rows, by name
     assert not any(
@@ -68,7 +82,7 @@ def test_a_dropped_constraint_is_named_against_the_reference_programs_model(
     )
     # The verdicts are the rule's: the same run without diagnoses grades every sample alike.
     plain = pipeline.run(
-        RunSpec(model=model, benchmarks=("b4o-feasible",), limit=10),
+        RunSpec(model=model, benchmarks=("b4o-feasible",), limit=14),
         RunOptions(data_dir=data_dir, out=tmp_path / "plain", show_progress=False, diagnose=False),
     )
     verdicts = {s.problem_id: s.grade.verdict for s in RunStore(plain.run_dir).iter_samples()}

@@ -1,5 +1,6 @@
 """The structural half of an objective sample's diagnosis: where the value-based search leaves a
-failing sample ``unexplained`` and the benchmark ships reference programs (B4O-Feasible,
+failing sample ``unexplained`` (or calls it ``objective_scaled``, which a missing row can mimic)
+and the benchmark ships reference programs (B4O-Feasible,
 ORThought's copies, ...), the model the reference program builds — run once per problem in the
 sandbox and captured, as ``trex-eval audit`` runs it — is compared with the sample's captured
 model part by part (:mod:`trex_eval.grading.diagnosis.structure`).
@@ -51,6 +52,15 @@ KEPT = frozenset(
 )
 """Structural findings that name a part both formulations share (module docstring)."""
 
+REVISITED = {
+    DiagnosisCategory.UNEXPLAINED: KEPT,
+    # A value off by a power of ten can be a coincidence of a model missing a row (two of the
+    # mutation corpus's dropped constraints landed exactly a tenth off): the missing row is the
+    # more direct evidence. A scaled objective itself shows as objective_differs, which keeps it.
+    DiagnosisCategory.OBJECTIVE_SCALED: frozenset({DiagnosisCategory.CONSTRAINT_MISSING}),
+}
+"""Value-search findings the structural comparison may replace, and by which of its own."""
+
 Runner = Callable[[Problem, Program], Awaitable[Execution]]
 
 
@@ -65,12 +75,13 @@ class ReferencePrograms:
 
     async def refined(self, grade: Grade, problem: Problem, execution: Execution, *, run: Runner) -> Grade:
         """``grade`` with an ``unexplained`` diagnosis replaced by a structural one that names a
-        shared part, or its detail extended by what the comparison found; else ``grade``."""
+        shared part, or its detail extended by what the comparison found; an ``objective_scaled``
+        one replaced by ``constraint_missing`` only (:data:`REVISITED`); else ``grade``."""
         found = grade.diagnosis
         last = execution.last_solve
         if (
             found is None
-            or found.category is not DiagnosisCategory.UNEXPLAINED
+            or found.category not in REVISITED
             or problem.reference_code is None
             or not isinstance(problem.reference, ObjectiveReference)
             or last is None
@@ -82,9 +93,11 @@ class ReferencePrograms:
             return grade
         generated = last.model
         structural = await asyncio.to_thread(structure_diagnosis, reference, generated)
-        if structural.category in KEPT:
+        if structural.category in REVISITED[found.category]:
             detail = f"against the reference program's model: {structural.detail}"
             diagnosis = structural.model_copy(update={"detail": detail})
+        elif found.category is not DiagnosisCategory.UNEXPLAINED:
+            return grade
         else:
             diagnosis = found.model_copy(
                 update={
