@@ -34,9 +34,14 @@ from trex_eval.records import (
 )
 
 
-def extract_code(text: str) -> str | None:
-    """The program of a reference completion (one fenced block)."""
-    return extract(Completion(problem_id="", sample_index=0, text=text), extractor="default").code
+def reference_program(problem: Problem) -> str | None:
+    """The program the ``reference`` backend answers ``problem`` with (its reference code, with
+    the solve call the audit appends), as extracted; None when it has none."""
+    try:
+        text = reference_completion_text(problem)
+    except ValueError:
+        return None
+    return extract(Completion(problem_id=problem.id, sample_index=0, text=text), extractor="default").code
 
 
 KEPT = frozenset(
@@ -73,10 +78,15 @@ class ReferencePrograms:
         self._models: dict[tuple[str, str], asyncio.Future[LinearModel | None]] = {}
         self.executed = 0
 
-    async def refined(self, grade: Grade, problem: Problem, execution: Execution, *, run: Runner) -> Grade:
+    async def refined(
+        self, grade: Grade, problem: Problem, execution: Execution, *, run: Runner, code: str | None = None
+    ) -> Grade:
         """``grade`` with an ``unexplained`` diagnosis replaced by a structural one that names a
         shared part, or its detail extended by what the comparison found; an ``objective_scaled``
-        one replaced by ``constraint_missing`` only (:data:`REVISITED`); else ``grade``."""
+        one replaced by ``constraint_missing`` only (:data:`REVISITED`); else ``grade``. ``code``
+        is the sample's program: the reference program itself (an audit) is not compared with
+        itself. A reference run that fails changes nothing; this never raises for what a program
+        did."""
         found = grade.diagnosis
         last = execution.last_solve
         if (
@@ -86,12 +96,13 @@ class ReferencePrograms:
             or not isinstance(problem.reference, ObjectiveReference)
             or last is None
             or last.model is None
+            or (code is not None and code == reference_program(problem))
         ):
             return grade
         reference = await self._model(problem, run)
-        if reference is None:
-            return grade
         generated = last.model
+        if reference is None or reference == generated:
+            return grade
         structural = await asyncio.to_thread(structure_diagnosis, reference, generated)
         if structural.category in REVISITED[found.category]:
             detail = f"against the reference program's model: {structural.detail}"
@@ -113,15 +124,18 @@ class ReferencePrograms:
         if pending is None:
             pending = asyncio.get_running_loop().create_future()
             self._models[key] = pending
+            model: LinearModel | None = None
             try:
-                pending.set_result(await self._capture(problem, run))
+                model = await self._capture(problem, run)
+            except Exception:  # a reference run the harness could not do explains nothing
+                model = None
             finally:
-                if not pending.done():  # the run failed or was cancelled: no model, and no retry
-                    pending.set_result(None)
+                if not pending.done():  # also when cancelled: no model, and no retry
+                    pending.set_result(model)
         return await asyncio.shield(pending)
 
     async def _capture(self, problem: Problem, run: Runner) -> LinearModel | None:
-        code = extract_code(reference_completion_text(problem))
+        code = reference_program(problem)
         if code is None:
             return None
         self.executed += 1

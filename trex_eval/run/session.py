@@ -307,7 +307,11 @@ class Session:
             )
             # Still unexplained: the reference program's model, compared part by part.
             grade = await self.reference_programs.refined(
-                grade, problem, execution, run=lambda p, code: self._reference_run(item, p, code)
+                grade,
+                problem,
+                execution,
+                run=lambda p, code: self._reference_run(item, p, code),
+                code=program.code,
             )
         return SampleRecord(
             benchmark=item.bench.name,
