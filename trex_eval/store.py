@@ -320,11 +320,17 @@ class RunStore:
             _cut_torn_tail(root / name)
         return store
 
-    def close(self) -> None:
+    def release_files(self) -> None:
+        """Close the append handles (the next append opens its file again); the directory lock is
+        kept. For a writer holding many run directories at once (a reward log's epochs)."""
         with self._lock:
             for handle in self._handles.values():
                 handle.close()
             self._handles.clear()
+
+    def close(self) -> None:
+        self.release_files()
+        with self._lock:
             if self._dir_lock is not None:
                 with contextlib.suppress(OSError):
                     (self.root / LOCK).unlink()  # still held: no other writer can be using it

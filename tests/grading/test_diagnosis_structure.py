@@ -243,3 +243,15 @@ def test_the_plan_diagnoses_a_failing_structure_sample_and_keeps_its_verdict(dat
     assert found is not None and found.category is C.NO_SOLVE
     without_loader = plan.diagnosed(problem, None, execution, grade).diagnosis
     assert without_loader is not None and without_loader.category is C.UNEXPLAINED
+
+
+def test_parts_it_does_not_compare_or_kinds_of_columns_are_not_misnamed(data_dir: Path) -> None:
+    reference = next(m for m in _references(data_dir) if m.num_vars >= 2 and _wide_row(m) is not None)
+    shifted = reference.model_copy(update={"objective_constant": reference.objective_constant + 5.0})
+    assert structure_diagnosis(reference, shifted).category is C.OBJECTIVE_DIFFERS
+    semi = reference.model_copy(update={"vtype": ("N", *reference.vtype[1:])})
+    integral = reference.model_copy(update={"vtype": ("I", *reference.vtype[1:])})
+    assert structure_diagnosis(integral, semi).category is C.VARIABLES_DIFFER
+    with_sos = reference.model_copy(update={"n_sos": 1})
+    found = structure_diagnosis(reference, _drop(with_sos) or with_sos)
+    assert found.category is C.UNEXPLAINED and "not compared part by part" in found.detail

@@ -193,3 +193,58 @@ def test_a_log_already_holding_a_benchmark_under_another_rule_is_refused(
         log.check(strict.catalogue.plans())
     finally:
         log.close()
+
+
+def test_a_failed_write_leaves_the_log_as_its_files_say_and_a_closed_log_refuses(
+    tmp_path: Path, scorer: RewardScorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = RewardRunLog(tmp_path, per_problem=2, policy="binary@1", protocol="default").open()
+    log.append(_rollouts(scorer, ["a"]))
+    real = RunStore.write_manifest
+
+    def full_disk(store: RunStore, manifest: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(RunStore, "write_manifest", full_disk)
+    with pytest.raises(OSError):
+        log.append(_rollouts(scorer, ["b"]))  # a new problem: its manifest write fails
+    monkeypatch.setattr(RunStore, "write_manifest", real)
+    log.append(_rollouts(scorer, ["b", "a"]))  # nothing of the failed batch was counted
+    log.close()
+    run = load_run(tmp_path / "epoch-0001")  # every stored sample is one its manifest selects
+    slots = {p.problem_id: [s.sample_index for s in p.samples if s] for p in run.benchmark("inline").problems}
+    assert slots == {"a": [0, 1], "b": [0]}
+    with pytest.raises(StoreError, match="closed"):
+        log.append(_rollouts(scorer, ["a"]))
+
+
+def test_reopening_repairs_a_manifest_a_crash_left_behind_its_samples(
+    tmp_path: Path, scorer: RewardScorer
+) -> None:
+    with RewardRunLog(tmp_path, per_problem=2, policy="binary@1", protocol="default") as log:
+        log.append(_rollouts(scorer, ["a"]))
+    epoch = tmp_path / "epoch-0001"
+    stale = (epoch / "manifest.json").read_text()
+    with RewardRunLog(tmp_path, per_problem=2, policy="binary@1", protocol="default") as log:
+        log.append(_rollouts(scorer, ["b"]))
+    (epoch / "manifest.json").write_text(stale)  # as if the process died before its manifest write
+    with pytest.raises(StoreError):
+        load_run(epoch)
+    RewardRunLog(tmp_path, per_problem=2, policy="binary@1", protocol="default").open().close()
+    assert {p.problem_id for p in load_run(epoch).benchmark("inline").problems} == {"a", "b"}
+
+
+def test_rollouts_graded_under_another_rule_are_refused_one_by_one(
+    tmp_path: Path, scorer: RewardScorer
+) -> None:
+    with RewardRunLog(tmp_path, per_problem=4, policy="binary@1", protocol="default") as log:
+        log.append(_rollouts(scorer, ["a"]))
+    with RewardScorer(ScorerSettings(workers=1, rule="orthought")) as other:
+        mixed = _rollouts(other, ["a"]) + _rollouts(scorer, ["a"])
+    with RewardRunLog(tmp_path, per_problem=4, policy="binary@1", protocol="default") as log:
+        with pytest.raises(StoreError, match="orthought"):
+            log.check([], inline_rule="orthought@2")
+        refused = log.append(mixed)
+    assert len(refused) == 1 and "orthought" in refused[0]
+    stored = [s for s in RunStore(tmp_path / "epoch-0001").iter_samples()]
+    assert {s.grade.rule for s in stored} == {"strict@2"} and len(stored) == 2

@@ -205,7 +205,7 @@ async def _run_log(
     )
     await asyncio.to_thread(runlog.open)
     try:
-        runlog.check(scorer.catalogue.plans())
+        runlog.check(scorer.catalogue.plans(), inline_rule=scorer.catalogue.inline_rule.spec)
         yield runlog
     finally:
         await asyncio.to_thread(runlog.close)

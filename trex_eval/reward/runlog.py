@@ -8,9 +8,10 @@
     ...
 
 A rollout of problem *P* is stored in the earliest epoch whose row for *P* has a free slot (its
-sample index: slots fill in arrival order), else in a new epoch. With ``per_problem`` set to the
-trainer's group size (GRPO's ``num_generations``), epoch *k* holds the *k*-th group of rollouts of
-every problem: one pass over the training prompts per epoch, whatever order they come in. So
+sample index: slots fill in the order rollouts are stored), else in a new epoch. With
+``per_problem`` set to the trainer's group size (GRPO's ``num_generations``), epoch *k* holds the
+*k*-th group of rollouts of every problem: one pass over the training prompts per epoch, whatever
+order they come in. So
 ``trex-eval compare DIR/epoch-0001 DIR/epoch-0004`` pairs the same problems early and late in
 training (``--common`` where the epochs saw different problems), and ``leaderboard DIR/epoch-*``
 tracks the verified accuracy epoch by epoch.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,38 +115,60 @@ class RewardRunLog:
         self.command = tuple(command)
         self._epochs: list[_Epoch] = []
         self._next = 1
+        self._closed = False
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
     def open(self) -> RewardRunLog:
-        """Continue the epochs already under ``root`` (none when it is new).
+        """Continue the epochs already under ``root`` (none when it is new). An epoch's manifest
+        is made whole again first: every problem its samples hold is selected (a crash between a
+        manifest and its samples can leave either behind), and it is marked unfinished.
 
         Raises:
             StoreError: an epoch was written with other settings, is being written by another
-                process, or its files are corrupt.
+                process, or its files are corrupt (no epoch is left open then).
         """
         self.root.mkdir(parents=True, exist_ok=True)
-        numbered = (
+        numbered = sorted(
             (int(path.name[len(EPOCH_PREFIX) :]), path)
             for path in self.root.glob(f"{EPOCH_PREFIX}*")
             if path.name[len(EPOCH_PREFIX) :].isdigit() and (path / MANIFEST).is_file()
         )
-        for number, path in sorted(numbered):
-            self._next = number + 1
-            store = RunStore.open(path)
-            try:
-                manifest = store.read_manifest()
-                self._check_settings(path, manifest.settings)
-                epoch = _Epoch(store, manifest.model_copy(update={"finished_at": None}))
-                for record in store.iter_samples():
-                    key = (record.benchmark, record.problem_id)
-                    epoch.filled[key] = max(epoch.filled.get(key, 0), record.sample_index + 1)
-            except BaseException:
-                store.close()
-                raise
-            self._epochs.append(epoch)
+        try:
+            for number, path in numbered:
+                self._next = number + 1
+                store = RunStore.open(path)
+                self._epochs.append(_Epoch(store, store.read_manifest()))
+                self._check_settings(path, self._epochs[-1].manifest.settings)
+                self._reconcile(self._epochs[-1])
+        except BaseException:
+            for epoch in self._epochs:
+                epoch.store.close()
+            self._epochs = []
+            raise
         return self
+
+    def _reconcile(self, epoch: _Epoch) -> None:
+        held: dict[str, set[str]] = {}
+        for record in epoch.store.iter_samples():
+            key = (record.benchmark, record.problem_id)
+            epoch.filled[key] = max(epoch.filled.get(key, 0), record.sample_index + 1)
+            held.setdefault(record.benchmark, set()).add(record.problem_id)
+        entries = []
+        for entry in epoch.manifest.settings.benchmarks:
+            ids = set(entry.problem_ids or ()) | held.pop(entry.name, set())
+            chosen = tuple(sorted(ids, key=natural_key))
+            entries.append(entry.model_copy(update={"problems": len(chosen), "problem_ids": chosen}))
+        if held:
+            raise StoreError(
+                f"{epoch.store.root} holds samples of {', '.join(sorted(held))}, which its manifest "
+                "does not list",
+                hint="the directory was edited by hand; move it away and serve again",
+            )
+        settings = epoch.manifest.settings.model_copy(update={"benchmarks": tuple(entries)})
+        epoch.manifest = epoch.manifest.model_copy(update={"settings": settings, "finished_at": None})
+        epoch.store.write_manifest(epoch.manifest)
 
     def __enter__(self) -> RewardRunLog:
         return self.open()
@@ -153,18 +177,28 @@ class RewardRunLog:
         self.close()
 
     def close(self) -> None:
-        """Mark every epoch finished, write its summary, and release it (idempotent)."""
+        """Mark every epoch finished, write its summary, and release it (idempotent); appends
+        after it raise.
+
+        Raises:
+            StoreError: some epochs could not be finished (each of the others was).
+        """
         with self._lock:
-            epochs, self._epochs = self._epochs, []
+            epochs, self._epochs, self._closed = self._epochs, [], True
         now = _now()
+        failed = []
         for epoch in epochs:
             try:
                 manifest = epoch.manifest.model_copy(update={"finished_at": now})
                 epoch.store.write_manifest(manifest)
                 summary = summarize(manifest, epoch.store.iter_samples())
                 epoch.store.write_summary(summary_json(summary), render_summary_markdown(summary))
+            except (OSError, ValueError) as error:  # StoreError is a ValueError
+                failed.append(f"{epoch.store.root.name}: {error}")
             finally:
                 epoch.store.close()
+        if failed:
+            raise StoreError("reward log epochs not finished: " + "; ".join(failed))
 
     @property
     def epochs(self) -> tuple[Path, ...]:
@@ -172,8 +206,9 @@ class RewardRunLog:
         with self._lock:
             return tuple(epoch.store.root for epoch in self._epochs)
 
-    def check(self, plans: Iterable[EvaluationPlan]) -> None:
-        """Refuse to continue epochs that hold one of these benchmarks with other data or rule.
+    def check(self, plans: Iterable[EvaluationPlan], *, inline_rule: str | None = None) -> None:
+        """Refuse to continue epochs that hold one of these benchmarks with other data or rule, or
+        inline problems under another rule than ``inline_rule``.
 
         Raises:
             StoreError: naming the epoch, the benchmark and what differs.
@@ -186,36 +221,60 @@ class RewardRunLog:
                     if plan is not None:
                         current = (plan.benchmark.spec.version, plan.benchmark.sha256, plan.rule.spec)
                         _differs(epoch.store.root, entry, current)
+                    elif entry.name == INLINE_BENCHMARK and inline_rule is not None:
+                        _differs(epoch.store.root, entry, (entry.version, entry.sha256, inline_rule))
 
     # ------------------------------------------------------------------ writing
 
-    def append(self, items: Sequence[LoggedRollout]) -> None:
-        """Store ``items``, each in its epoch's next free slot for its problem.
+    def append(self, items: Sequence[LoggedRollout]) -> list[str]:
+        """Store ``items``, each in the next free slot of its problem in the earliest epoch that
+        has one (slots fill in the order rollouts are stored). Returns why items were not stored,
+        one line each: an epoch holds their benchmark with other data or rule. Nothing counts as
+        stored before it is: after a failed write the epochs are what their files say.
 
         Raises:
-            StoreError: the log is closed, or an epoch holds the benchmark with other data or rule.
+            StoreError: the log is closed, or a write failed.
         """
         with self._lock:
-            placed: list[tuple[_Epoch, int, LoggedRollout]] = []
-            touched: dict[int, _Epoch] = {}
+            if self._closed:
+                raise StoreError(f"the reward log {self.root} is closed")
+            refused: list[str] = []
+            taken: Counter[tuple[int, tuple[str, str]]] = Counter()
+            manifests: dict[int, RunManifest] = {}
+            placed: list[tuple[int, int, LoggedRollout]] = []
             for item in items:
-                epoch = self._epoch_for(item.target)
                 key = (item.target.benchmark, item.target.problem.id)
-                slot = epoch.filled.get(key, 0)
-                epoch.filled[key] = slot + 1
-                if slot == 0 and self._select(epoch, item.target):
-                    touched[id(epoch)] = epoch
-                placed.append((epoch, slot, item))
-            for epoch in touched.values():
-                epoch.store.write_manifest(epoch.manifest)
-            for epoch, slot, item in placed:
+                index = self._epoch_for(key, taken)
+                epoch = self._epochs[index]
+                try:
+                    manifest = _selected(manifests.get(index, epoch.manifest), epoch.store.root, item.target)
+                except StoreError as error:
+                    refused.append(str(error))
+                    continue
+                if manifest is not None:
+                    manifests[index] = manifest
+                slot = epoch.filled.get(key, 0) + taken[(index, key)]
+                taken[(index, key)] += 1
+                placed.append((index, slot, item))
+            for index, manifest in manifests.items():
+                self._epochs[index].store.write_manifest(manifest)
+                self._epochs[index].manifest = manifest
+            for index, slot, item in placed:
+                epoch = self._epochs[index]
                 _store(epoch.store, item, slot)
+                key = (item.target.benchmark, item.target.problem.id)
+                epoch.filled[key] = max(epoch.filled.get(key, 0), slot + 1)
+            touched = {index for index, _, _ in placed}
+            for index, epoch in enumerate(self._epochs):
+                if index not in touched:
+                    epoch.store.release_files()  # a long log keeps one descriptor per epoch
+            return refused
 
-    def _epoch_for(self, target: Target) -> _Epoch:
-        key = (target.benchmark, target.problem.id)
-        for epoch in self._epochs:
-            if epoch.filled.get(key, 0) < self.per_problem:
-                return epoch
+    def _epoch_for(self, key: tuple[str, str], taken: Counter[tuple[int, tuple[str, str]]]) -> int:
+        """Index of the earliest epoch with a free slot for ``key`` (a new epoch when none has)."""
+        for index, epoch in enumerate(self._epochs):
+            if epoch.filled.get(key, 0) + taken[(index, key)] < self.per_problem:
+                return index
         path = self.root / f"{EPOCH_PREFIX}{self._next:04d}"
         self._next += 1
         settings = RunSettings(
@@ -239,28 +298,8 @@ class RewardRunLog:
             settings=settings,
             provenance=self.provenance,
         )
-        epoch = _Epoch(RunStore.create(path, manifest), manifest)
-        self._epochs.append(epoch)
-        return epoch
-
-    def _select(self, epoch: _Epoch, target: Target) -> bool:
-        """Add the target's problem to the epoch's benchmark entry; whether the manifest changed."""
-        settings = epoch.manifest.settings
-        entries = list(settings.benchmarks)
-        for index, entry in enumerate(entries):
-            if entry.name == target.benchmark:
-                _same_benchmark(epoch.store.root, entry, _entry(target))
-                ids = entry.problem_ids or ()
-                if target.problem.id in ids:
-                    return False
-                chosen = tuple(sorted((*ids, target.problem.id), key=natural_key))
-                entries[index] = entry.model_copy(update={"problems": len(chosen), "problem_ids": chosen})
-                break
-        else:
-            entries.append(_entry(target))
-        settings = settings.model_copy(update={"benchmarks": tuple(entries)})
-        epoch.manifest = epoch.manifest.model_copy(update={"settings": settings})
-        return True
+        self._epochs.append(_Epoch(RunStore.create(path, manifest), manifest))
+        return len(self._epochs) - 1
 
     def _check_settings(self, path: Path, settings: RunSettings) -> None:
         found = (
@@ -276,6 +315,30 @@ class RewardRunLog:
                 f"problem: {found}; this server: {wanted})",
                 hint="serve with the same settings to continue it, or choose another --out",
             )
+
+
+def _selected(manifest: RunManifest, where: Path, target: Target) -> RunManifest | None:
+    """``manifest`` with the target's problem selected (its benchmark entry added where new), or
+    None when it is selected already.
+
+    Raises:
+        StoreError: the manifest holds the benchmark with other data or rule.
+    """
+    entries = list(manifest.settings.benchmarks)
+    current = _entry(target)
+    for index, entry in enumerate(entries):
+        if entry.name == target.benchmark:
+            _same_benchmark(where, entry, current)
+            ids = entry.problem_ids or ()
+            if target.problem.id in ids:
+                return None
+            chosen = tuple(sorted((*ids, target.problem.id), key=natural_key))
+            entries[index] = entry.model_copy(update={"problems": len(chosen), "problem_ids": chosen})
+            break
+    else:
+        entries.append(current)
+    settings = manifest.settings.model_copy(update={"benchmarks": tuple(entries)})
+    return manifest.model_copy(update={"settings": settings})
 
 
 def unfinished_rollout(target: Target, request: RewardRequest, record: RewardRecord) -> Rollout:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 import time
 
@@ -38,6 +39,8 @@ from trex_eval.run.session import ReferenceModels
 from trex_eval.sandbox import Job, SandboxPool
 
 __all__ = ["INLINE_BENCHMARK", "RewardScorer", "ScorerSettings", "Target"]
+
+logger = logging.getLogger("trex_eval.reward")
 
 
 class RewardScorer(ScorerFront):
@@ -118,13 +121,16 @@ class RewardScorer(ScorerFront):
                     reference_model=self._references,
                 )
         if self.settings.diagnose and target.plan is not None and not grade.passed:
-            grade = await asyncio.to_thread(
-                functools.partial(target.plan.diagnosed, reference_model=self._references),
-                target.problem,
-                completion,
-                execution,
-                grade,
-            )
+            try:
+                grade = await asyncio.to_thread(
+                    functools.partial(target.plan.diagnosed, reference_model=self._references),
+                    target.problem,
+                    completion,
+                    execution,
+                    grade,
+                )
+            except Exception:  # a diagnosis never costs a rollout its reward: it keeps the grade
+                logger.exception("diagnosis of a %s rollout failed", target.benchmark)
         reward, stage = self.policy.pay(grade.verdict, ran, program)
         done = time.perf_counter()
         solve = ran.last_solve if ran is not None else None

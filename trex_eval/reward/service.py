@@ -18,6 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -34,6 +35,9 @@ from trex_eval.reward.records import (
     Rollout,
 )
 from trex_eval.reward.runlog import LoggedRollout, RewardRunLog, unfinished_rollout
+
+MAX_QUEUED_WRITES = 256
+"""Request batches waiting for the reward log's writer at most; more are dropped and reported."""
 
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """Upper bounds of the request-latency histogram the metrics export."""
@@ -81,9 +85,10 @@ class RewardService:
 
     ``log``: a JSONL file each answered rollout's record is appended to (with its request id and
     wall time), or None. ``runlog``: run directories each answered rollout is stored in as a
-    sample (:class:`~.runlog.RewardRunLog`, opened by the caller), or None; stored off the event
-    loop after the answer, and :meth:`wait_idle` waits for those writes too. A write that fails is
-    reported (``on_error``) and never fails the request.
+    sample (:class:`~.runlog.RewardRunLog`, opened by the caller), or None; stored by a writer
+    thread of its own after the answer (grading never waits for the log), and :meth:`wait_idle`
+    waits for those writes too. A write that fails, or that finds too many queued, is reported
+    (``on_error``) and never fails the request.
     """
 
     def __init__(
@@ -97,6 +102,12 @@ class RewardService:
     ) -> None:
         self.scorer, self.limits, self.log, self.runlog = scorer, limits, log, runlog
         self._writes: set[asyncio.Future[None]] = set()
+        self._writer = (
+            None
+            if runlog is None
+            else ThreadPoolExecutor(max_workers=1, thread_name_prefix="trex-reward-log")
+        )
+        self._open = 0
         self.on_error = on_error or (lambda line: print(line, file=sys.stderr, flush=True))
         self.pending = 0
         self.draining = False
@@ -136,29 +147,30 @@ class RewardService:
         targets = [self.scorer.target(request.problem) for request in requests]
         started = time.perf_counter()
         self._admit(len(requests))
-        tasks = [
-            asyncio.ensure_future(self._graded(target, request.completion))
-            for target, request in zip(targets, requests, strict=True)
-        ]
-        for task in tasks:
-            task.add_done_callback(self._release)
-        done, _ = await asyncio.wait(tasks, timeout=max(0.0, deadline - (time.perf_counter() - started)))
-        graded = [
-            task.result()
-            if task in done and task.exception() is None
-            else (_unfinished(target, task, deadline, self.scorer.policy.spec), None)
-            for task, target in zip(tasks, targets, strict=True)
-        ]
-        records = [record for record, _ in graded]
-        self._observe(records, time.perf_counter() - started)
-        if self.runlog is not None:
-            self._store(
-                [
-                    LoggedRollout(target, request, rollout or unfinished_rollout(target, request, record))
-                    for target, request, (record, rollout) in zip(targets, requests, graded, strict=True)
-                ]
-            )
-        return records
+        self._open += 1  # idle only once this request's records are handed to the log too
+        try:
+            tasks = [
+                asyncio.ensure_future(self._graded(target, request.completion))
+                for target, request in zip(targets, requests, strict=True)
+            ]
+            for task in tasks:
+                task.add_done_callback(self._release)
+            left = max(0.0, deadline - (time.perf_counter() - started))
+            done, _ = await asyncio.wait(tasks, timeout=left)
+            graded = [
+                task.result()
+                if task in done and task.exception() is None
+                else (_unfinished(target, task, deadline, self.scorer.policy.spec), None)
+                for task, target in zip(tasks, targets, strict=True)
+            ]
+            records = [record for record, _ in graded]
+            self._observe(records, time.perf_counter() - started)
+            if self.runlog is not None:
+                self._store(list(zip(targets, requests, graded, strict=True)))
+            return records
+        finally:
+            self._open -= 1
+            self._settle()
 
     async def _graded(self, target: Target, text: str) -> tuple[RewardRecord, Rollout | None]:
         """The record, with its evidence when there is a run log to store it in."""
@@ -167,19 +179,33 @@ class RewardService:
         rollout = await self.scorer.score_rollout(target, text)
         return rollout.record, rollout
 
-    def _store(self, items: list[LoggedRollout]) -> None:
+    def _store(
+        self, answered: list[tuple[Target, RewardRequest, tuple[RewardRecord, Rollout | None]]]
+    ) -> None:
+        """Hand a request's rollouts to the log's own writer thread (grading never waits for it);
+        past :data:`MAX_QUEUED_WRITES` batches waiting, the batch is dropped and reported."""
         runlog = self.runlog
-        assert runlog is not None
+        assert runlog is not None and self._writer is not None
+        if len(self._writes) >= MAX_QUEUED_WRITES:
+            self.report(
+                f"reward log: {len(answered)} rollout(s) not stored: {len(self._writes)} writes queued"
+            )
+            return
 
         def write() -> None:
             try:
-                runlog.append(items)
+                items = [
+                    LoggedRollout(target, request, rollout or unfinished_rollout(target, request, record))
+                    for target, request, (record, rollout) in answered
+                ]
+                for reason in runlog.append(items):
+                    self.report(f"reward log: a rollout not stored: {reason}")
             except Exception as error:  # the log's failure never fails a request already answered
                 self.report(
-                    f"reward log: {len(items)} rollout(s) not stored: {type(error).__name__}: {error}"
+                    f"reward log: {len(answered)} rollout(s) not stored: {type(error).__name__}: {error}"
                 )
 
-        future = asyncio.ensure_future(asyncio.to_thread(write))
+        future = asyncio.get_running_loop().run_in_executor(self._writer, write)
         self._writes.add(future)
         future.add_done_callback(self._writes.discard)
 
@@ -209,7 +235,10 @@ class RewardService:
         if not task.cancelled():
             task.exception()  # retrieved: a failure past the deadline is not an unhandled error
         self.pending -= 1
-        if self.pending == 0:
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.pending == 0 and self._open == 0:
             self._idle.set()
 
     def _observe(self, records: list[RewardRecord], elapsed_s: float) -> None:

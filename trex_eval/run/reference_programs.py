@@ -66,6 +66,10 @@ REVISITED = {
 }
 """Value-search findings the structural comparison may replace, and by which of its own."""
 
+_ROWS = frozenset({DiagnosisCategory.CONSTRAINT_MISSING, DiagnosisCategory.CONSTRAINT_EXTRA})
+"""Row findings, kept only where both models have as many columns: a formulation with an extra
+column and the row defining it is the same model as one that substitutes it."""
+
 Runner = Callable[[Problem, Program], Awaitable[Execution]]
 
 
@@ -103,8 +107,12 @@ class ReferencePrograms:
         generated = last.model
         if reference is None or reference == generated:
             return grade
-        structural = await asyncio.to_thread(structure_diagnosis, reference, generated)
-        if structural.category in REVISITED[found.category]:
+        try:
+            structural = await asyncio.to_thread(structure_diagnosis, reference, generated)
+        except Exception:  # a comparison that fails explains nothing; the sample keeps its grade
+            return grade
+        columns = structural.evidence.get("reference_columns") == structural.evidence.get("generated_columns")
+        if structural.category in REVISITED[found.category] and (columns or structural.category not in _ROWS):
             detail = f"against the reference program's model: {structural.detail}"
             diagnosis = structural.model_copy(update={"detail": detail})
         elif found.category is not DiagnosisCategory.UNEXPLAINED:
@@ -122,17 +130,16 @@ class ReferencePrograms:
         key = (problem.benchmark, problem.id)
         pending = self._models.get(key)
         if pending is None:
-            pending = asyncio.get_running_loop().create_future()
+            # Its own task: a sample cancelled while waiting does not cancel the capture others await.
+            pending = asyncio.ensure_future(self._capture_or_none(problem, run))
             self._models[key] = pending
-            model: LinearModel | None = None
-            try:
-                model = await self._capture(problem, run)
-            except Exception:  # a reference run the harness could not do explains nothing
-                model = None
-            finally:
-                if not pending.done():  # also when cancelled: no model, and no retry
-                    pending.set_result(model)
         return await asyncio.shield(pending)
+
+    async def _capture_or_none(self, problem: Problem, run: Runner) -> LinearModel | None:
+        try:
+            return await self._capture(problem, run)
+        except Exception:  # a reference run the harness could not do explains nothing
+            return None
 
     async def _capture(self, problem: Problem, run: Runner) -> LinearModel | None:
         code = reference_program(problem)

@@ -348,8 +348,8 @@ def retried(record: SampleRecord, *, replay: bool = False) -> bool:
     """Whether a stored sample is tried again on resume: its model request failed, or no
     completion was recorded for it, in round 0 or in its last repair round. A harness failure to
     store it is not: the same record would fail again, and a resume must be able to finish. Nor is
-    a completion missing from a replayed file (``replay``): the file is pinned by its sha256, so
-    asking it again would only store the same ``missing`` record once more."""
+    a completion missing from a replayed file, or recorded there as a failed request (``replay``):
+    the file is pinned by its sha256, so asking it again would only store the same record again."""
     last = record.rounds[-1].grade if record.rounds else record.grade
-    again = RETRIED - {Verdict.MISSING} if replay else RETRIED
+    again = RETRIED - {Verdict.MISSING, Verdict.API_ERROR} if replay else RETRIED
     return record.grade.verdict in again or last.verdict in again

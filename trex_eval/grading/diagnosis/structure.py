@@ -9,16 +9,21 @@ part by part rather than as one graph, so that what differs can be named:
   first, so ``x + y <= 4`` and ``-2x - 2y >= -8`` are one row. A row of one entry on a continuous
   or integer column is a bound (:mod:`trex_eval.grading.structure.canonical` folds it the same
   way), not a row. Numbers are compared to 6 significant digits.
-* **objective**: the sense and the multiset of non-zero coefficients.
-* **columns**: counts by type (continuous, integer; binary is integer in ``[0, 1]``) and the
-  multiset of bounds.
+* **objective**: the sense and the multiset of non-zero coefficients (linear and quadratic).
+* **columns**: counts by type (continuous, integer — binary is integer in ``[0, 1]`` —,
+  semi-continuous, semi-integer) and the multiset of bounds.
+
+A quadratic objective's coefficients are compared with the linear ones. Quadratic, SOS, indicator
+and general constraints are not compared part by part: where the two models' differ as written (a
+row written as an indicator is no row here), the diagnosis is ``unexplained``, saying so.
 
 The first difference in this order decides: the objective sense alone (``sense_flipped``), the
-integer columns alone (``integrality_missing``/``integrality_extra``), reference rows without a
+integer columns alone (``integrality_missing``/``integrality_extra``), semi-continuous or
+semi-integer columns of other number (``variables_differ``), reference rows without a
 counterpart while every generated row has one (``constraint_missing``, the rows named), generated
 rows without one (``constraint_extra``), rows on both sides without a counterpart
 (``constraint_differs``), the number of columns (``variables_differ``), the objective
-coefficients (``objective_differs``), lower bounds of zero the generated model lacks
+coefficients or constant (``objective_differs``), lower bounds of zero the generated model lacks
 (``bounds_missing``), one-variable rows of the reference whose bounds the generated model lacks
 (``constraint_missing`` again). Models whose parts all match but which ORGEval still calls
 different differ in which column sits in which row, or in bounds no one-variable row explains:
@@ -66,7 +71,16 @@ def structure_diagnosis(
     def found(category: Category, detail: str) -> Diagnosis:
         return Diagnosis(category=category, detail=detail, evidence=evidence)
 
+    if (_nonlinear(reference) or _nonlinear(generated)) and _other_parts(reference) != _other_parts(
+        generated
+    ):
+        return found(
+            Category.UNEXPLAINED,
+            "the models' quadratic, SOS, indicator or general constraints differ, and those are not "
+            "compared part by part",
+        )
     same_columns = sum(ref_types.values()) == sum(gen_types.values())
+    semi_equal = (ref_types["S"], ref_types["N"]) == (gen_types["S"], gen_types["N"])
     if (
         reference.sense != generated.sense
         and rows_match
@@ -77,11 +91,17 @@ def structure_diagnosis(
             f"the generated model {_verb(generated)}s what the reference {_verb(reference)}s; its rows "
             "and objective coefficients match",
         )
-    if rows_match and same_columns and ref_types != gen_types:
+    if rows_match and same_columns and semi_equal and ref_types != gen_types:
         fewer = gen_types["I"] < ref_types["I"]
         return found(
             Category.INTEGRALITY_MISSING if fewer else Category.INTEGRALITY_EXTRA,
             f"{gen_types['I']} integer columns where the reference has {ref_types['I']}; rows match",
+        )
+    if not semi_equal:  # semi-continuous columns keep one-variable rows the others fold away
+        return found(
+            Category.VARIABLES_DIFFER,
+            f"semi-continuous/semi-integer columns: {gen_types['S']}/{gen_types['N']} where the reference "
+            f"has {ref_types['S']}/{ref_types['N']}",
         )
     if missing and not extra:
         return found(
@@ -108,6 +128,14 @@ def structure_diagnosis(
         )
     if _objective(reference) != _objective(generated):
         return found(Category.OBJECTIVE_DIFFERS, "the objective coefficients differ; rows and columns match")
+    constants = [
+        _key(m.objective_constant * (-1.0 if m.sense == "max" else 1.0)) for m in (reference, generated)
+    ]
+    if constants[0] != constants[1]:
+        return found(
+            Category.OBJECTIVE_DIFFERS,
+            f"the objective constants differ ({constants[0]!r} vs {constants[1]!r}); rows and columns match",
+        )
     free = _nonnegative(reference) - _nonnegative(generated)
     if free > 0:
         return found(
@@ -205,19 +233,45 @@ def _unmatched_count(items: Sequence[tuple[float, float]], others: Sequence[tupl
 
 
 def _types(model: LinearModel) -> Counter[str]:
-    counts: Counter[str] = Counter({"C": 0, "I": 0})
+    """Columns by type: continuous, integer (binary included), semi-continuous, semi-integer."""
+    counts: Counter[str] = Counter({"C": 0, "I": 0, "S": 0, "N": 0})
     for kind in model.vtype:
-        counts["I" if kind in ("I", "B") else "C"] += 1
+        counts["I" if kind == "B" else kind if kind in counts else "C"] += 1
     return counts
 
 
-def _coefficients(model: LinearModel) -> Counter[float]:
-    return Counter(_key(c) for c in model.obj if c != 0.0)
+def _other_parts(model: LinearModel) -> tuple[object, ...]:
+    """The constraints other than linear rows, as written (equal only when written alike)."""
+    return (model.q_constraints, model.sos, model.indicators, model.n_general_constraints, model.n_sos)
 
 
-def _objective(model: LinearModel) -> Counter[float]:
-    flip = -1.0 if model.sense == "max" else 1.0
-    return Counter(_key(flip * c) for c in model.obj if c != 0.0)
+def _nonlinear(model: LinearModel) -> bool:
+    """Whether the model has constraints other than linear rows (a quadratic objective is compared
+    with the objective)."""
+    return bool(
+        model.q_constraints
+        or model.n_quadratic_constraints
+        or model.n_general_constraints
+        or model.n_sos
+        or model.sos
+        or model.indicators
+    )
+
+
+def _coefficients(model: LinearModel) -> Counter[tuple[str, float]]:
+    """The objective's non-zero coefficients as written (linear and quadratic)."""
+    return _objective_terms(model, 1.0)
+
+
+def _objective(model: LinearModel) -> Counter[tuple[str, float]]:
+    """The objective's non-zero coefficients, as minimised (a maximisation negated)."""
+    return _objective_terms(model, -1.0 if model.sense == "max" else 1.0)
+
+
+def _objective_terms(model: LinearModel, factor: float) -> Counter[tuple[str, float]]:
+    terms = Counter(("linear", _key(factor * c)) for c in model.obj if c != 0.0)
+    terms.update(("quadratic", _key(factor * c)) for _, _, c in model.q_obj if c != 0.0)
+    return terms
 
 
 def _nonnegative(model: LinearModel) -> int:
