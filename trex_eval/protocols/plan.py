@@ -44,7 +44,7 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.sandbox import Job, SandboxLimits
-from trex_eval.sandbox.verify import OutOfTime, Resolve, Unsolvable, resolve, verify_last_solve
+from trex_eval.sandbox.verify import OutOfTime, Resolve, Unsolvable, resolve_remembered, verify_last_solve
 
 ReferenceModelLoader = Callable[[StructureReference], LinearModel]
 """Returns the parsed reference model of a structure reference (the run reads and caches it)."""
@@ -128,7 +128,7 @@ class EvaluationPlan:
         reference_model: ReferenceModelLoader | None = None,
     ) -> Grade:
         """``grade`` with its :class:`~trex_eval.records.Diagnosis` (why it failed), edited models
-        re-solved by the harness's own re-solve (:func:`trex_eval.sandbox.verify.resolve`) within
+        re-solved by the harness's own re-solve (:func:`trex_eval.sandbox.verify.resolve_remembered`) within
         ``budget``; unchanged for a grade that passed or is not diagnosed. The verdict is never
         changed. Blocking (up to the budget's seconds): call it off the event loop. A
         structure-graded sample is compared with its reference model part by part
@@ -272,10 +272,11 @@ def judged(
 
 
 def _resolved(model: LinearModel, seconds: float, *, prefer_gurobi: bool) -> Resolve:
-    """:func:`~trex_eval.sandbox.verify.resolve` as a diagnosis's solver wants it: a time-out is a
+    """:func:`~trex_eval.sandbox.verify.resolve_remembered` as a diagnosis's solver wants it: a time-out is a
     ``time_limit`` verdict, a model no solver takes an ``error`` one."""
     try:
-        return resolve(model, prefer_gurobi=prefer_gurobi, time_limit_s=seconds)
+        # Remembered: twin problems and repeated samples make the same edited models.
+        return resolve_remembered(model, prefer_gurobi=prefer_gurobi, time_limit_s=seconds)
     except OutOfTime as error:
         return Resolve(SolveStatus.TIME_LIMIT, None, str(error), error.solver or "")
     except Unsolvable as error:

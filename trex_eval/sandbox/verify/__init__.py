@@ -88,6 +88,7 @@ from .choice import _Memo as _Memo
 from .choice import model_key as model_key
 from .choice import objectives_agree as objectives_agree
 from .choice import resolve as resolve
+from .choice import resolve_remembered as resolve_remembered
 from .choice import verification_time_limit as verification_time_limit
 from .choice import verify_last_solve as verify_last_solve
 from .choice import verify_solve as verify_solve

@@ -92,6 +92,20 @@ def resolve(model: LinearModel, *, prefer_gurobi: bool = False, time_limit_s: fl
     return _resolve_view(model_view(model, deadline), prefer_gurobi=prefer_gurobi, deadline=deadline)
 
 
+def resolve_remembered(
+    model: LinearModel, *, prefer_gurobi: bool = False, time_limit_s: float = 10.0
+) -> Resolve:
+    """:func:`resolve`, through the verdict memo that verification uses: a model re-solved before
+    (by the harness, for any sample: the same model has the same verdict) is not solved again.
+    For many small edited copies of models, as a diagnosis makes.
+
+    Raises:
+        Unsolvable: as :func:`resolve`.
+    """
+    deadline = Deadline(time_limit_s)
+    return _remembered(model_view(model, deadline), prefer_gurobi=prefer_gurobi, deadline=deadline)
+
+
 class _Memo:
     """An LRU of verdicts by :func:`model_key`, where a second thread asking for a model being
     solved waits for that solve instead of repeating it."""
