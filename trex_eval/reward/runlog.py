@@ -56,6 +56,7 @@ from trex_eval.report.runs import natural_key
 from trex_eval.report.summary import render_summary_markdown, summarize, summary_json
 from trex_eval.reward.catalogue import INLINE_BENCHMARK, Target
 from trex_eval.reward.records import RewardRecord, RewardRequest, Rollout
+from trex_eval.run.prepare import benchmark_entry
 from trex_eval.store import (
     MANIFEST,
     REWARD_LOG_BACKEND,
@@ -325,10 +326,9 @@ def _selected(manifest: RunManifest, where: Path, target: Target) -> RunManifest
         StoreError: the manifest holds the benchmark with other data or rule.
     """
     entries = list(manifest.settings.benchmarks)
-    current = _entry(target)
     for index, entry in enumerate(entries):
         if entry.name == target.benchmark:
-            _same_benchmark(where, entry, current)
+            _differs(where, entry, _identity(target))
             ids = entry.problem_ids or ()
             if target.problem.id in ids:
                 return None
@@ -336,7 +336,7 @@ def _selected(manifest: RunManifest, where: Path, target: Target) -> RunManifest
             entries[index] = entry.model_copy(update={"problems": len(chosen), "problem_ids": chosen})
             break
     else:
-        entries.append(current)
+        entries.append(_entry(target))
     settings = manifest.settings.model_copy(update={"benchmarks": tuple(entries)})
     return manifest.model_copy(update={"settings": settings})
 
@@ -388,8 +388,8 @@ def _entry(target: Target) -> BenchmarkEntry:
         return BenchmarkEntry(
             name=INLINE_BENCHMARK,
             title="Inline problems (each request gave its label)",
-            version=1,
-            sha256=hashlib.sha256(b"").hexdigest(),
+            version=_INLINE_VERSION,
+            sha256=_INLINE_SHA256,
             problems=1,
             grader=GraderKind.OBJECTIVE,
             rule=target.rule.spec,
@@ -400,29 +400,26 @@ def _entry(target: Target) -> BenchmarkEntry:
             limits=SandboxLimits(),
             problem_ids=ids,
         )
-    plan, bench = target.plan, target.plan.benchmark
-    named = getattr(target.key, "benchmark", bench.name)
-    return BenchmarkEntry(
-        name=bench.name,
-        source=str(bench.spec_path.resolve()) if named.endswith((".yaml", ".yml")) else named,
-        skipped_rows=len(bench.row_errors),
-        title=bench.spec.title,
-        version=bench.spec.version,
-        sha256=bench.sha256,
-        problems=1,
-        grader=bench.spec.grader.kind,
-        rule=plan.rule.spec,
-        rule_description=plan.rule.description,
-        extractor=plan.extractor,
+    return benchmark_entry(
+        target.plan,
+        requested=getattr(target.key, "benchmark", target.plan.benchmark.name),
         prompt_set=TRAINER_PROMPT_SET,
         template_sha256="",
-        limits=plan.limits,
+        problems=1,
         problem_ids=ids,
     )
 
 
-def _same_benchmark(where: Path, entry: BenchmarkEntry, current: BenchmarkEntry) -> None:
-    _differs(where, entry, (current.version, current.sha256, current.rule))
+_INLINE_VERSION = 1
+_INLINE_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def _identity(target: Target) -> tuple[int, str, str]:
+    """What an epoch's entry must match to take the target's rollouts: data version, sha256, rule."""
+    if target.plan is None:
+        assert target.rule is not None
+        return (_INLINE_VERSION, _INLINE_SHA256, target.rule.spec)
+    return (target.plan.benchmark.spec.version, target.plan.benchmark.sha256, target.plan.rule.spec)
 
 
 def _differs(where: Path, entry: BenchmarkEntry, wanted: tuple[int, str, str]) -> None:

@@ -100,22 +100,12 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[Prepared
         renderer = PromptRenderer(
             bench, prompt_set, working_directory=plan.protocol.prompt_working_directory(bench)
         )
-        source = str(bench.spec_path.resolve()) if name.endswith((".yaml", ".yml")) else name
-        entry = BenchmarkEntry(
-            name=bench.name,
-            source=source,
-            skipped_rows=len(bench.row_errors),
-            title=bench.spec.title,
-            version=bench.spec.version,
-            sha256=bench.sha256,
-            problems=len(problems),
-            grader=bench.spec.grader.kind,
-            rule=plan.rule.spec,
-            rule_description=plan.rule.description,
-            extractor=plan.extractor,
+        entry = benchmark_entry(
+            plan,
+            requested=name,
             prompt_set=prompt_set,
             template_sha256=renderer.template_sha256,
-            limits=plan.limits,
+            problems=len(problems),
             problem_ids=tuple(p.id for p in problems) if chosen is not None else None,
         )
         prepared.append(PreparedBenchmark(bench, problems, plan, renderer, entry))
@@ -123,6 +113,37 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[Prepared
         for item in prepared:
             item.shots = _few_shot_examples(item, spec)
     return prepared
+
+
+def benchmark_entry(
+    plan: EvaluationPlan,
+    *,
+    requested: str,
+    prompt_set: str,
+    template_sha256: str,
+    problems: int,
+    problem_ids: tuple[str, ...] | None,
+) -> BenchmarkEntry:
+    """The manifest entry of ``plan``'s benchmark as run: ``requested`` is how it was named (a YAML
+    path is recorded resolved, so a resumed or re-graded run finds it again)."""
+    bench = plan.benchmark
+    return BenchmarkEntry(
+        name=bench.name,
+        source=str(bench.spec_path.resolve()) if requested.endswith((".yaml", ".yml")) else requested,
+        skipped_rows=len(bench.row_errors),
+        title=bench.spec.title,
+        version=bench.spec.version,
+        sha256=bench.sha256,
+        problems=problems,
+        grader=bench.spec.grader.kind,
+        rule=plan.rule.spec,
+        rule_description=plan.rule.description,
+        extractor=plan.extractor,
+        prompt_set=prompt_set,
+        template_sha256=template_sha256,
+        limits=plan.limits,
+        problem_ids=problem_ids,
+    )
 
 
 def _problem_ids(name: str, ids: Sequence[str]) -> frozenset[str]:
