@@ -100,16 +100,14 @@ class RewardScorer(ScorerFront):
         completion = Completion(problem_id=target.problem.id, sample_index=0, text=text)
         program = target.plan.extract(completion) if target.plan else extract(completion, extractor="default")
         extracted = time.perf_counter()
-        ran: Execution | None = None
         executed = extracted
         if program.code is None:
             execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
             grade = self._grade(target, execution)
         else:
-            ran = await self._run(pool, target, program)
+            execution = await self._run(pool, target, program)
             executed = time.perf_counter()
-            execution, grade = await asyncio.to_thread(self._judge, target, ran)
-            ran = execution
+            execution, grade = await asyncio.to_thread(self._judge, target, execution)
             if (
                 target.plan is not None
             ):  # a rule's conversion fallback (optmath:fallback=true), as a run has it
@@ -131,9 +129,10 @@ class RewardScorer(ScorerFront):
                 )
             except Exception:  # a diagnosis never costs a rollout its reward: it keeps the grade
                 logger.exception("diagnosis of a %s rollout failed", target.benchmark)
+        ran = None if program.code is None else execution  # what the policy calls "nothing ran"
         reward, stage = self.policy.pay(grade.verdict, ran, program)
         done = time.perf_counter()
-        solve = ran.last_solve if ran is not None else None
+        solve = execution.last_solve
         record = RewardRecord(
             benchmark=target.benchmark,
             problem_id=target.problem.id,

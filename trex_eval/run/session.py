@@ -310,7 +310,7 @@ class Session:
                 grade,
                 problem,
                 execution,
-                run=lambda p, code: self._reference_run(item, p, code),
+                run=lambda p, code: self._run_program(item, p, code),
                 code=program.code,
             )
         return SampleRecord(
@@ -324,8 +324,9 @@ class Session:
             grade=grade,
         )
 
-    async def _reference_run(self, item: PreparedBenchmark, problem: Problem, program: Program) -> Execution:
-        """A reference program run for a diagnosis (not counted among the samples' executions)."""
+    async def _run_program(self, item: PreparedBenchmark, problem: Problem, program: Program) -> Execution:
+        """``program`` run as the plan runs it, on the pool (started on first use). Also a
+        reference program's run for a diagnosis, not counted among the samples' executions."""
         if not self.pool_started:
             await self._start_pool()
         return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits)
@@ -338,10 +339,8 @@ class Session:
         if stored is not None and stored[0].code == program.code:
             self.reused_now += 1
             return stored[1]
-        if not self.pool_started:
-            await self._start_pool()
         self.executed_now += 1
-        return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits)
+        return await self._run_program(item, problem, program)
 
 
 def retried(record: SampleRecord, *, replay: bool = False) -> bool:
