@@ -28,6 +28,7 @@ from trex_eval.benchmarks.spec import (
     BenchmarkSpec,
 )
 from trex_eval.errors import BenchmarkError
+from trex_eval.files import load_yaml
 from trex_eval.records import Problem
 
 
@@ -108,11 +109,6 @@ def known_spec_paths() -> dict[str, Path]:
     return {**user_spec_paths(), **shipped_spec_paths()}
 
 
-# libyaml's safe loader where PyYAML was built with it: ~10x faster over the 80-odd shipped files,
-# the same documents and error marks.
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def load_spec(path: Path) -> BenchmarkSpec:
     """Parse and validate one benchmark YAML.
 
@@ -124,7 +120,7 @@ def load_spec(path: Path) -> BenchmarkSpec:
     except OSError as exc:
         raise BenchmarkError(f"cannot read benchmark file: {exc.strerror}", where=str(path)) from exc
     try:
-        raw = yaml.load(text, Loader=_SAFE_LOADER)
+        raw = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trex_eval.benchmarks import Benchmark, assets
 from trex_eval.benchmarks.spec import UpstreamPromptSpec
 from trex_eval.errors import BenchmarkError, ConfigError
+from trex_eval.files import load_yaml
 from trex_eval.records import ChatMessage, Problem, Prompt
 
 UPSTREAM_SET = "t-rex"
@@ -74,7 +74,7 @@ class PromptSetSpec(BaseModel):
 def load_prompt_sets() -> dict[str, PromptSetSpec]:
     """The project's prompt sets from ``prompts/sets.yaml`` (not including ``t-rex``)."""
     path = assets.prompts_dir() / "sets.yaml"
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = load_yaml(path.read_text(encoding="utf-8"))
     try:
         return {name: PromptSetSpec.model_validate(value) for name, value in raw.items()}
     except ValidationError as exc:

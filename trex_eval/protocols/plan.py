@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import cast
 
 from trex_eval.benchmarks import Benchmark, GraderSpec
 from trex_eval.errors import GradingError
@@ -71,6 +72,14 @@ class EvaluationPlan:
     limits: SandboxLimits
     gurobi: GurobiPolicy = "auto"
 
+    def __post_init__(self) -> None:
+        # Checked once here: a runtime-checkable Protocol's isinstance costs ~80 us, per grade.
+        wanted = ObjectiveRule if self.kind is GraderKind.OBJECTIVE else StructureRule
+        if not isinstance(self.rule, wanted):
+            raise GradingError(
+                f"rule {self.rule.spec} cannot grade {self.benchmark.name} ({self.kind.value} benchmark)"
+            )
+
     @property
     def kind(self) -> GraderKind:
         return self.benchmark.spec.grader.kind
@@ -99,10 +108,10 @@ class EvaluationPlan:
         """
         reference = problem.reference
         if isinstance(reference, ObjectiveReference):
-            assert isinstance(self.rule, ObjectiveRule)
-            return self.rule.grade(execution, reference)
-        assert isinstance(self.rule, StructureRule)
-        return self._grade_structure(self.rule, problem, execution, reference_model(reference))
+            return cast(ObjectiveRule, self.rule).grade(execution, reference)  # see __post_init__
+        return self._grade_structure(
+            cast(StructureRule, self.rule), problem, execution, reference_model(reference)
+        )
 
     def judge(
         self, problem: Problem, execution: Execution, *, reference_model: ReferenceModelLoader

@@ -23,11 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from trex_eval.backends.base import BackendSpec
 from trex_eval.benchmarks import assets, load_spec, shipped_spec_paths
 from trex_eval.errors import StoreError
+from trex_eval.files import load_yaml
 from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.records import (
     GurobiPolicy,
@@ -41,7 +40,6 @@ from trex_eval.report.runs import natural_key
 from trex_eval.run import pipeline as runner
 from trex_eval.run.spec import RunOptions, RunSpec, model_for_protocol
 from trex_eval.sandbox import SandboxLimits
-from trex_eval.store import RunStore
 
 AUDIT_CSV = "audit.csv"
 AUDIT_MD = "audit.md"
@@ -50,9 +48,7 @@ CSV_FIELDS = ("benchmark", "id", "verdict", "rule", "predicted", "reference", "r
 
 def known_issues() -> dict[str, dict[str, str]]:
     """Documented data defects (``benchmarks/notes/known-issues.yaml``): benchmark -> id -> explanation."""
-    raw = yaml.safe_load(
-        (assets.benchmarks_dir() / "notes" / "known-issues.yaml").read_text(encoding="utf-8")
-    )
+    raw = load_yaml((assets.benchmarks_dir() / "notes" / "known-issues.yaml").read_text(encoding="utf-8"))
     return {bench: {str(k): str(v) for k, v in items.items()} for bench, items in (raw or {}).items()}
 
 
@@ -125,12 +121,12 @@ def audit(
     spec = RunSpec(
         model=model, benchmarks=names, protocol=protocol, rules=rules, gurobi=gurobi, limits=limits
     )
-    options = RunOptions(data_dir=data_dir, out=run_dir, workers=workers, show_progress=show_progress)
+    options = RunOptions(
+        data_dir=data_dir, out=run_dir, workers=workers, show_progress=show_progress, keep_records=True
+    )
     result = runner.run(spec, options)
     order = {name: i for i, name in enumerate(names)}
-    samples = sorted(
-        RunStore(result.run_dir).iter_samples(), key=lambda r: (order[r.benchmark], natural_key(r.problem_id))
-    )
+    samples = sorted(result.records, key=lambda r: (order[r.benchmark], natural_key(r.problem_id)))
     issues = known_issues()
     rows = tuple(
         _row(record, issues.get(record.benchmark, {}).get(record.problem_id, "")) for record in samples

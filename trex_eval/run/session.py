@@ -71,7 +71,13 @@ class Session:
         # A sample whose model request failed, or whose completion was not recorded, is tried
         # again when the run is resumed.
         replay = spec.model.backend == "replay"
-        self.graded = {r.key for r in store.iter_samples() if not retried(r, replay=replay)}
+        earlier = list(store.iter_samples())
+        self.graded = {r.key for r in earlier if not retried(r, replay=replay)}
+        # Every sample of the run as stored, the last of each key (what finishing the run would
+        # read back), where the caller asked for the records (RunOptions.keep_records).
+        self.kept: dict[SampleKey, SampleRecord] | None = (
+            {r.key: r for r in earlier} if options.keep_records else None
+        )
         # (sample key, round) -> the completion stored for it (the last one written wins).
         self.stored: dict[tuple[SampleKey, int], CompletionLine] = {
             (line.key, line.round): line for line in store.iter_completions() if line.completion.error is None
@@ -234,6 +240,8 @@ class Session:
             )
         # Held to the record budget; a record that cannot be stored becomes a harness failure.
         stored = self.store.append_sample(record, max_bytes=item.plan.limits.record_mib << 20)
+        if self.kept is not None:
+            self.kept[stored.key] = stored
         if stored.grade.verdict is Verdict.HARNESS_ERROR:
             self.progress.note(f"{item.bench.name} {problem.id} sample {index}: {stored.grade.reason}")
         self.graded_now += 1

@@ -128,6 +128,10 @@ class RunOptions:
     its job depends on (protocol, extractor, limits, gurobi policy, data) are the same.
     ``diagnose`` stores on each failing sample's grade why it failed
     (:meth:`~trex_eval.protocols.plan.EvaluationPlan.diagnosed`; a verdict never changes).
+    ``keep_records`` returns the run's sample records with the result
+    (:attr:`~trex_eval.run.pipeline.RunResult.records`): the session keeps each record as it
+    stored it (and those of earlier sessions, read at its start) instead of reading
+    ``samples.jsonl`` back when it finishes, so memory holds every record for the whole run.
     """
 
     data_dir: Path | None = None
@@ -138,6 +142,7 @@ class RunOptions:
     show_progress: bool = True
     reuse_executions: Path | None = None
     diagnose: bool = True
+    keep_records: bool = False
 
 
 def model_for_protocol(model: BackendSpec, protocol: str) -> tuple[BackendSpec, str | None]:

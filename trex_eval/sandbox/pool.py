@@ -143,6 +143,7 @@ class SandboxPool:
         """
         if self._started:
             return
+        launch.cache_runtime_bytecode()
         # The licence check is a process of its own that needs nothing from the probe: it runs
         # beside the probe and the workers' start instead of after either.
         licence = _in_background(functools.partial(licence_preflight, extra_env=self._extra_env))

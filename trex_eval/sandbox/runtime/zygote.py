@@ -19,6 +19,10 @@ the job itself from its working directory. The only job-dependent numbers the zy
 the pids of its children, and the supervisor makes those random (``/proc/sys/kernel/ns_last_pid``,
 where it may write it).
 
+Before it forks, the zygote claims the free chunks its imports left in the C allocator's lists
+(:mod:`.heap`): a job's allocations then come from fresh pages instead of writing into chunks
+scattered over pages it shares with the zygote (each such write copies a page).
+
 Messages from the zygote start with a tag: ``F`` (forked: the job's pidfd and socket travel as
 ``SCM_RIGHTS``), ``R`` (reaped: the raw status, 4 bytes, and ``struct rusage``), ``W`` (warmed: JSON
 ``{"failed": [...]}``). The first message is the JSON ready message. The zygote exits when its
@@ -37,7 +41,7 @@ import socket
 import sys
 from typing import Any, NoReturn
 
-from . import child, hooks, native, warming
+from . import child, heap, hooks, native, warming
 from .channel import ResultChannel
 from .contract import JOB_DIR, PROGRAM_FILE, SETUP_FAILED_EXIT, TMP_DIR, WorkerConfig
 from .imports import PostImportHooks
@@ -112,6 +116,7 @@ def _preload(config: WorkerConfig) -> dict[str, str]:
         hooks.prewarm(name)
     gc.collect()
     gc.freeze()
+    heap.claim_free_chunks()
     return errors
 
 
@@ -141,6 +146,7 @@ def _loop(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> None
         order: dict[str, Any] = json.loads(data)
         if order.get("op") == "warm":
             failed = warming.warm([str(name) for name in order.get("modules", ())], config.warmable)
+            heap.claim_free_chunks()
             sock.sendall(WARMED + json.dumps({"failed": failed}).encode())
         elif order.get("op") == "fork" and job is None:
             job = _fork(sock, config, facts)
