@@ -25,7 +25,7 @@ _MOST_CLAIMED = 20_000
 """Chunks claimed at most in one call (a start-up heap has hundreds)."""
 
 _BUDGET_S = 0.25
-"""Seconds one call may take at most (each step walks the bins, for :func:`_mallinfo2`)."""
+"""Seconds one call may take at most (each step walks the bins twice, for ``mallinfo2``)."""
 
 # A request of r bytes takes a chunk of r + 8 rounded up to 16: these are every small-bin size,
 # then a ladder of large requests below the default mmap threshold (128 KiB). Descending: once
