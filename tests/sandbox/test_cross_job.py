@@ -105,6 +105,7 @@ print("SEEN", json.dumps({
     "program_inode": os.stat("program.py").st_ino,
     "tmp_inode": os.stat("/tmp").st_ino,
     "tmp_entries": sorted(os.listdir("/tmp")),
+    "proc_at": os.path.realpath("/proc"),
     "shm_entries": sorted(os.listdir("/dev/shm")),
     "pid": os.getpid(),
     "proc_self": os.readlink("/proc/self"),
@@ -145,10 +146,12 @@ def test_counters_do_not_carry_from_one_job_to_the_next(one_worker: SandboxPool)
     assert all(view == seen[0] for view in seen), seen
     first = seen[0]
     assert isinstance(first, dict)
-    # Besides the job's folders, a fresh /tmp holds only what the worker binds back into every
-    # one: the first folder under /tmp of a checkout or interpreter living there (a clone in /tmp).
+    # Besides the job's folders and its /proc (which /proc leads to), a fresh /tmp holds only what
+    # the worker binds back into every one: the first folder under /tmp of a checkout or
+    # interpreter living there (a clone in /tmp).
     kept = {_under_tmp(path) for path in (str(REPO), sys.prefix, sys.base_prefix, sys.executable)} - {None}
-    assert sorted(set(first["tmp_entries"]) - kept) == ["job", "tmp"] and first["shm_entries"] == []
+    assert first["proc_at"] == "/tmp/.proc"
+    assert sorted(set(first["tmp_entries"]) - kept) == [".proc", "job", "tmp"] and first["shm_entries"] == []
     # The job's own PID namespace, numbered from 1, and a /proc that shows only it.
     assert first["pid"] == 1 and first["proc_self"] == "1" and first["processes"] == ["1"]
     assert first["machine_counters"] == []

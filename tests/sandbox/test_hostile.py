@@ -168,13 +168,19 @@ def test_another_jobs_directory_is_invisible(tight_pool: SandboxPool) -> None:
         f"open('/tmp/{secret}', 'w').write({secret!r})\nopen('/dev/shm/{secret}', 'w').write({secret!r})\n"
         "time.sleep(2.5)\n"
     )
-    # Prints only what could be a leak, and skips read-only mounts: the interpreter itself may be
-    # bound read-only under /tmp (a virtualenv in /tmp), too big to read within the limits.
+    # Prints only what could be a leak, and skips read-only mounts (the interpreter itself may be
+    # bound read-only under /tmp, a virtualenv in /tmp, too big to read within the limits) and
+    # the job's own /proc (which /proc leads to, in /tmp under bubblewrap).
     reader = """
 import os
+own_proc = os.path.realpath('/proc')
 for root in ('/tmp', '/dev/shm', '/var/tmp'):
     for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not os.statvfs(os.path.join(folder, d)).f_flag & os.ST_RDONLY]
+        dirs[:] = [
+            d for d in dirs
+            if os.path.join(folder, d) != own_proc
+            and not os.statvfs(os.path.join(folder, d)).f_flag & os.ST_RDONLY
+        ]
         for name in names:
             path = os.path.join(folder, name)
             try:

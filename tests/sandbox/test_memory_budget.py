@@ -78,3 +78,17 @@ def test_limits_that_leave_no_room_beside_the_tmpfs_are_refused() -> None:
         SandboxLimits(memory_mib=600)
     assert SandboxLimits(memory_mib=600, disk_mib=64).address_space_mib(private_tmpfs=True) == 472
     assert SandboxLimits().address_space_mib(private_tmpfs=False) == 2048
+
+
+def test_every_job_is_the_out_of_memory_killers_first_pick(pool: SandboxPool) -> None:
+    """A job raises its own ``oom_score_adj`` once it has its ``/proc``: a job forked ahead used to
+    try it at once, while ``/proc`` still led to the /proc of the job before it (gone with its PID
+    namespace), and one job in eight kept the zygote's score."""
+    code = "print('SCORE', open('/proc/self/oom_score_adj').read().strip())"
+    scores = []
+    for _ in range(16):
+        done = pool.run(Job(code=code, expect="any"))
+        assert done.status is ExecStatus.OK, (done.detail, done.stderr_tail)
+        scores.append(done.stdout_tail.split("SCORE", 1)[1].strip())
+
+    assert scores == ["1000"] * 16

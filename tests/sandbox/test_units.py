@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 from trex_eval.sandbox import Job
 from trex_eval.sandbox.launch import _ancestors, _View, sandbox_environment
 from trex_eval.sandbox.runtime import framing
+from trex_eval.sandbox.runtime.contract import JobOrder
 from trex_eval.sandbox.runtime.workdir import glob_regex
 from trex_eval.sandbox.site_entries import _owned_entries
 
@@ -148,3 +150,19 @@ def test_installed_paths_read_from_record_are_those_of_distribution_files() -> N
         assert tops is None or {parts[0] for parts in expected} == tops, distribution.metadata["Name"]
         checked += 1
     assert checked > 10
+
+
+@pytest.mark.parametrize("nproc_limit", [None, 0, 17])
+def test_a_job_order_travels_as_its_fields_and_comes_back_equal(nproc_limit: int | None) -> None:
+    order = JobOrder(
+        nonce=secrets.token_hex(16),
+        cpu_s=2.5,
+        allowance_bytes=768 << 20,
+        file_size_mib=64,
+        nproc_limit=nproc_limit,
+        gurobi="highs",
+    )
+
+    assert JobOrder.decode(order.encode()) == order
+    with pytest.raises(ValueError):
+        JobOrder.decode(order.encode() + b"\0extra")

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..records import SHM_MIB
+from .runtime.contract import JOB_PROC_DIR
 from .site_entries import SOLVER_DISTRIBUTIONS, solver_entries
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
@@ -346,8 +347,9 @@ def bwrap_prefix(
     No network (fresh network namespace), a default-deny file system (:func:`view_arguments`:
     an empty read-only root with only the allowed host paths bound read-only), a private ``/tmp``
     of ``disk_mib`` MiB and private ``/dev/shm``, a minimal ``/dev``, ``/proc`` of a private PID
-    namespace, killed with its parent. As root no user namespace is created, so the worker may
-    run each job under an unprivileged uid of its own.
+    namespace (mounted at :data:`JOB_PROC_DIR`, where the symbolic link ``/proc`` leads), killed
+    with its parent. As root no user namespace is created, so the worker may run each job under
+    an unprivileged uid of its own.
     """
     namespaces = (
         ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -364,13 +366,17 @@ def bwrap_prefix(
         *namespaces,
         "--die-with-parent",
         "--new-session",
-        "--proc",
-        "/proc",
         "--dev",
         "/dev",
         *sized(disk_mib),
         "--tmpfs",
         "/tmp",
+        # /proc lives in /tmp, so that a job's own /proc goes with its /tmp (WorkerConfig.proc_dir).
+        "--proc",
+        JOB_PROC_DIR,
+        "--symlink",
+        JOB_PROC_DIR,
+        "/proc",
         *sized(SHM_MIB),
         "--tmpfs",
         "/dev/shm",

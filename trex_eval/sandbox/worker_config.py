@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..records import SHM_MIB, SandboxLimits
 from .cgroups import Lane, LaneDescriptors
 from .isolation import IsolationReport
-from .runtime.contract import WorkerConfig
+from .runtime.contract import JOB_PROC_DIR, WorkerConfig
 from .scratch import _kept_under_tmp
 
 
@@ -60,6 +60,7 @@ def worker_config(
         tmpfs_mib=disk_mib + SHM_MIB if in_bwrap or private else 0,
         private_tmpfs=(("/var/tmp", 0),) if private else (),
         job_tmpfs=(("/tmp", disk_mib), ("/dev/shm", SHM_MIB)) if in_bwrap or private else (),
+        proc_dir=JOB_PROC_DIR if in_bwrap else "",
         disk_watch=(tempfile.gettempdir(), "/tmp", "/dev/shm", "/var/tmp")
         if report.level == "rlimits"
         else (),

@@ -84,20 +84,12 @@ def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
 
 def prepare(worker_pid: int) -> None:
     """The part of confinement that needs no plan, done by a job forked ahead while it waits for
-    one (off the path of the job before it): its own session, death with ``worker_pid`` (its
-    forking zygote), default signal handlers, ``/dev/null`` as stdin, first pick of the
-    out-of-memory killer. Raises OSError on failure."""
+    one: its own session and death with ``worker_pid`` (its forking zygote, from which it also
+    inherits default signal dispositions and ``/dev/null`` as stdin). Raises OSError on failure."""
     os.setsid()
     native.prctl(native.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() not in (worker_pid, 0):
         os._exit(SETUP_FAILED_EXIT)
-    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGALRM):
-        signal.signal(number, signal.SIG_DFL)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    # The worker made itself the out-of-memory killer's last pick; a job is its first.
-    expose_self()
 
 
 def confine(plan: JobPlan) -> None:
@@ -110,8 +102,12 @@ def confine(plan: JobPlan) -> None:
         os.closerange(start, keep)
         start = keep + 1
     os.closerange(start, 1 << 20)
+    # Before anything reads /proc by name: until then it may lead into an empty directory of the
+    # job's new /tmp (WorkerConfig.proc_dir), or into the /proc of the job before.
     if plan.own_proc is not None:
         own_proc(plan.own_proc)
+    # The worker made itself the out-of-memory killer's last pick; a job is its first.
+    expose_self()
     os.chdir(plan.workdir)
     _set_limit(resource.RLIMIT_AS, plan.address_space_bytes)
     # Soft = hard: the job is the init of its PID namespace, and an init ignores SIGXCPU (the
@@ -136,7 +132,7 @@ def confine(plan: JobPlan) -> None:
 
 
 def own_proc(options: str) -> None:
-    """Mount a ``/proc`` of this process's PID namespace over the worker's (``options``: e.g.
+    """Mount a ``/proc`` of this process's PID namespace where ``/proc`` leads (``options``: e.g.
     ``subset=pid``, which leaves out the machine-wide files, such as ``/proc/stat``'s count of
     every process ever forked, through which one job could signal a later one). In the worker's
     mount namespace, not one of the job's own (copying the mount table for every job cost 0.45 ms):

@@ -20,6 +20,11 @@ TMP_DIR = "tmp"
 names for every job (where each job gets a fresh ``/tmp``, so nothing of a path tells one job
 from another or says how many ran before it)."""
 
+JOB_PROC_DIR = "/tmp/.proc"
+"""Under bubblewrap ``/proc`` is a symbolic link to this directory of the private ``/tmp`` (see
+``WorkerConfig.proc_dir``): the worker's ``/proc`` is mounted there, and each job's over it in
+the job's own ``/tmp``."""
+
 STARVED_FACTOR = 3.0
 STARVED_SLACK_S = 30.0
 """A job that has not used up its wall-clock limit (which does not count time it was starved of
@@ -31,6 +36,31 @@ problem then, and the harness must not wait without end."""
 def real_time_cap_s(wall_s: float) -> float:
     """Seconds of real time after which a job is stopped whatever it was charged (see above)."""
     return STARVED_FACTOR * wall_s + STARVED_SLACK_S
+
+
+class JobOrder(NamedTuple):
+    """What the supervisor sends a job forked ahead when its request comes (besides the job's
+    output and channel descriptors): see ``child.JobPlan`` for the fields.
+
+    Sent as its fields' text joined by NUL bytes, not JSON: decoding JSON in the forked job copied
+    ~30 of the zygote's pages (each write to a page the job shares with the zygote is a fault).
+    """
+
+    nonce: str
+    cpu_s: float
+    allowance_bytes: int
+    file_size_mib: int
+    nproc_limit: int | None
+    gurobi: str
+
+    def encode(self) -> bytes:
+        return "\0".join("" if field is None else str(field) for field in self).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> JobOrder:
+        """The order :meth:`encode` wrote; ValueError if ``data`` is not one."""
+        nonce, cpu_s, allowance, file_size, nproc, gurobi = data.decode().split("\0")
+        return cls(nonce, float(cpu_s), int(allowance), int(file_size), int(nproc) if nproc else None, gurobi)
 
 
 class WorkerConfig(NamedTuple):
@@ -71,6 +101,10 @@ class WorkerConfig(NamedTuple):
             unmounts after it (``bwrap`` and ``unshare``: ``/tmp`` of ``disk_mib`` holding the
             job's directories, ``/dev/shm`` of ``SHM_MIB``): a job finds nothing of an earlier
             one there, not even its inode numbers. Empty: the scratch directory is wiped instead.
+        proc_dir: where ``/proc`` really is, inside the first ``job_tmpfs`` path, when ``/proc``
+            is a symbolic link to it (``/tmp/.proc`` under bubblewrap; empty elsewhere). Each job
+            mounts its own ``/proc`` there, in its fresh ``/tmp``, so detaching that ``/tmp``
+            takes the job's ``/proc`` along: one detach, one kernel grace period, fewer per job.
         lanes: workers of the pool, for a job's fair share of the machine's CPUs (see
             ``runtime.supervise``).
         cpu_usage_fd: a descriptor open on the worker's own cgroup CPU counter (cgroup v1
@@ -99,6 +133,7 @@ class WorkerConfig(NamedTuple):
     disk_watch: tuple[str, ...] = ()
     disk_mib: int = 0
     job_tmpfs: tuple[tuple[str, int], ...] = ()
+    proc_dir: str = ""
     lanes: int = 1
     cpu_usage_fd: int | None = None
     cpu_usage_format: str = ""

@@ -3,10 +3,16 @@
 Where the worker may mount (``bwrap`` and ``unshare``; ``WorkerConfig.job_tmpfs``) it mounts a new,
 size-capped tmpfs over each of those paths just before a job, writes the job's directories into
 it, and detaches it, with the ``/proc`` the job mounted for itself, once the job's reply is sent
-(each detach waits for an RCU grace period, ~0.1 ms on a busy machine: the harness reads the reply
-meanwhile). Nothing a job leaves there reaches the next one: not its files, not the space it took,
-not the file system's inode counter (a new tmpfs numbers its inodes from the start; a reused one
-carried a value from job to job). Detaching is also the wipe: no tree of the job's is walked.
+(the harness reads the reply meanwhile). Nothing a job leaves there reaches the next one: not its
+files, not the space it took, not the file system's inode counter (a new tmpfs numbers its inodes
+from the start; a reused one carried a value from job to job). Detaching is also the wipe: no
+tree of the job's is walked.
+
+Each detach waits for a kernel grace period (0.1-0.7 ms on a busy machine, interrupting every
+core), so a job's mounts are detached in as few calls as possible: where ``/proc`` leads into
+``/tmp`` (``WorkerConfig.proc_dir``, under bubblewrap) the job mounts its ``/proc`` inside its
+own ``/tmp``, and the one detach of that ``/tmp`` takes it along (and the binds below). Where
+jobs cannot mount a ``/proc`` of their own, the worker's is bound there instead.
 
 Entries of ``/tmp`` that the worker itself needs (an interpreter or checkout living under
 ``/tmp``: ``WorkerConfig.keep``) are bound back, read-only, into every new ``/tmp`` from handles
@@ -22,7 +28,7 @@ import os
 
 from . import native
 from .contract import JOB_DIR, TMP_DIR, WorkerConfig
-from .processes import pin_proc
+from .processes import in_pinned_proc, pin_proc
 from .workdir import wipe
 
 
@@ -30,13 +36,16 @@ class JobFileSystems:
     """Prepares and releases the directories of one job after another (one worker, one job at once).
 
     ``keep``: entries of ``/tmp`` bound back into every new one, besides ``config.keep``.
+    ``own_proc``: whether each job mounts a ``/proc`` of its own (else, where ``/proc`` leads into
+    ``/tmp``, the worker's is bound into every new ``/tmp``).
 
     Raises (from :meth:`open`):
         OSError: a tmpfs could not be mounted (the worker must not serve with a shared ``/tmp``).
     """
 
-    def __init__(self, config: WorkerConfig, *, keep: tuple[str, ...] = ()) -> None:
+    def __init__(self, config: WorkerConfig, *, keep: tuple[str, ...] = (), own_proc: bool = True) -> None:
         self.config = config
+        self.own_proc = own_proc
         self.fresh = bool(config.job_tmpfs)
         self.keep = tuple(dict.fromkeys((*config.keep, *keep)))
         self.workdir = os.path.join(config.scratch, JOB_DIR)
@@ -87,33 +96,53 @@ class JobFileSystems:
                         "tmpfs", path, "tmpfs", native.MS_NOSUID | native.MS_NODEV, f"size={mib}m,mode=1777"
                     )
                     self._mounted.append(path)
+                self._proc_mount_point()
                 self._bind_kept()
             except OSError:
                 self.close()
                 raise
 
+    def _proc_mount_point(self) -> None:
+        """Where ``/proc`` leads into the new ``/tmp``: the directory the job mounts its ``/proc``
+        on (or the worker's is bound to, as jobs would otherwise see it, where they have none of
+        their own)."""
+        if not self.config.proc_dir:
+            return
+        os.mkdir(self.config.proc_dir, 0o555)
+        if not self.own_proc:
+            with in_pinned_proc():
+                # Recursive: the sandbox's read-only covers over parts of it come along.
+                native.mount(".", self.config.proc_dir, "", native.MS_BIND | native.MS_REC)
+
     def _bind_kept(self) -> None:
-        for entry, handle in self._kept:
-            source = f"/proc/self/fd/{handle}"
-            if os.path.isdir(source):
-                os.mkdir(entry, 0o755)
-            else:
-                os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
-            # Recursive: a kept entry may hold the sandbox's own mounts (masks, deeper binds).
-            native.mount(source, entry, "", native.MS_BIND | native.MS_REC)
-            native.remount_read_only(entry)
+        # `/proc` by name may lead into the new, still empty /tmp: the handles are reached
+        # through the pinned one.
+        with in_pinned_proc():
+            for entry, handle in self._kept:
+                source = f"self/fd/{handle}"
+                if os.path.isdir(source):
+                    os.mkdir(entry, 0o755)
+                else:
+                    os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
+                # Recursive: a kept entry may hold the sandbox's own mounts (masks, deeper binds).
+                native.mount(source, entry, "", native.MS_BIND | native.MS_REC)
+                native.remount_read_only(entry)
 
     def close(self) -> list[str]:
         """Detach the job's file systems (or wipe its directories); what could not be undone
         (empty when all went: otherwise the worker must not serve again)."""
         problems = []
-        if self._proc_pending:
-            self._proc_pending = False
+        # Where /proc leads into a fresh /tmp, the job's /proc goes with that /tmp.
+        if self._proc_pending and not (self.fresh and self.config.proc_dir):
             problems += self._detach("/proc")
+        self._proc_pending = False
         if not self.fresh:
-            return [*problems, *wipe(self.workdir, self.tmpdir, self.config.wipe, self.keep)]
+            keep = (*self.keep, self.config.proc_dir) if self.config.proc_dir else self.keep
+            return [*problems, *wipe(self.workdir, self.tmpdir, self.config.wipe, keep)]
         while self._mounted:
             problems += self._detach(self._mounted.pop())
+        if os.stat("/proc").st_dev != self._base["/proc"]:
+            problems.append("/proc: a job's /proc is still mounted")
         return problems
 
     def _detach(self, path: str) -> list[str]:

@@ -12,6 +12,10 @@ import contextlib
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 _proc_fd: int | None = None
 
@@ -23,6 +27,18 @@ def pin_proc() -> int:
     if _proc_fd is None:
         _proc_fd = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     return _proc_fd
+
+
+@contextlib.contextmanager
+def in_pinned_proc() -> Iterator[None]:
+    """Make the pinned ``/proc`` the working directory for the block (then ``/`` again): a
+    relative path such as ``self/fd/7`` then reaches it by name, for calls that take a path
+    (``mount``'s source), even while ``/proc`` leads into a job's ``/tmp`` (``proc_dir``)."""
+    os.fchdir(pin_proc())
+    try:
+        yield
+    finally:
+        os.chdir("/")
 
 
 def proc_read(relative: str) -> bytes | None:

@@ -12,10 +12,11 @@ Jobs are not forked from this process: it reads every job's request and reply, a
 its parent's memory, freed parts included. They are forked from the zygote (:mod:`.zygote`),
 forked from here at start-up before any job, which never holds a byte of one; each job is forked
 ahead of its request (the pid counter set at random first) and waits. Per job this process mounts
-a fresh ``/tmp`` and ``/dev/shm`` (:mod:`.jobfs`), writes the job's files, sends the waiting job its
-plan, watches it (:mod:`.supervise`), collects its output, result channel and model files, has
-the next job forked, and detaches what the job wrote once the reply is sent (a worker that could
-not undo a job's traces answers the next request ``not_run`` and stops).
+a fresh ``/tmp`` (holding the job's ``/proc`` where ``/proc`` leads there) and ``/dev/shm``
+(:mod:`.jobfs`), writes the job's files, sends the waiting job its plan, watches it
+(:mod:`.supervise`), collects its output, result channel and model files, has the next job
+forked, and detaches what the job wrote once the reply is sent (a worker that could not undo a
+job's traces answers the next request ``not_run`` and stops).
 
 Start-up checks live in ``confinement``, the job's file systems in ``jobfs`` and ``workdir``,
 the watching in ``supervise``, the process table in ``processes`` and warming in ``warming``.
@@ -24,6 +25,7 @@ the watching in ``supervise``, the process table in ``processes`` and warming in
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
 from typing import Any
@@ -43,7 +45,7 @@ from .confinement import (
     randomise_pid_counter,
     take_protocol_descriptors,
 )
-from .contract import WorkerConfig
+from .contract import JobOrder, WorkerConfig
 from .jobfs import JobFileSystems
 from .memory import MemoryLimit, protect_self
 from .processes import pin_proc, sweep_descendants
@@ -76,7 +78,7 @@ def main(argv: list[str]) -> int:
         kept_under_job_tmpfs(config, confinement)
         probe_own_proc(confinement)
         open_pid_counter(confinement)
-    files = JobFileSystems(config, keep=confinement.kept)
+    files = JobFileSystems(config, keep=confinement.kept, own_proc=confinement.own_proc is not None)
     note = files.probe()
     if note:
         confinement.notes.append(note)
@@ -182,16 +184,16 @@ class Server:
             self.files.open()
             workdir_files.prepare(request, workdir, tmpdir, self.confinement.job_uid)
             nproc = self.confinement.nproc_base
-            order = {
-                "nonce": request["nonce"],
-                "cpu_s": float(limits["cpu_s"]),
-                "allowance_bytes": self._allowance_mib(limits) << 20,
+            order = JobOrder(
+                nonce=request["nonce"],
+                cpu_s=float(limits["cpu_s"]),
+                allowance_bytes=self._allowance_mib(limits) << 20,
                 # No single file larger than the worker's disk either: where a job can write to
                 # the host's disk (unshare, rlimits), that bounds each file it writes there.
-                "file_size_mib": min(int(limits["file_size_mib"]), self.config.disk_mib or 1 << 30),
-                "nproc_limit": None if nproc is None else nproc + int(limits["max_processes"]),
-                "gurobi": request["gurobi"],
-            }
+                file_size_mib=min(int(limits["file_size_mib"]), self.config.disk_mib or 1 << 30),
+                nproc_limit=None if nproc is None else nproc + int(limits["max_processes"]),
+                gurobi=request["gurobi"],
+            )
             disk = DiskWatch(self.config.disk_watch, self.config.disk_mib << 20)
             self.memory.hold(int(limits["memory_mib"]))
             job = self.zygote.take()
@@ -213,6 +215,10 @@ class Server:
                         tmpfs=tuple(path for path, _ in self.config.job_tmpfs) if self.files.fresh else (),
                     ),
                 )
+                # A job killed just now may still be going: nothing of it may run on while its
+                # records and files are read (in its own PID namespace the kernel kills every
+                # process in it before the job's pidfd becomes readable).
+                select.select([job.pidfd], [], [])
             finally:
                 os.close(job.pidfd)
                 out_of_memory = self.memory.release()
@@ -220,12 +226,12 @@ class Server:
             output_cap = int(limits["output_bytes"])
             stdout, stdout_bytes = _read_tail(stdout_fd, output_cap)
             stderr, stderr_bytes = _read_tail(stderr_fd, output_cap)
-            status, usage = self.zygote.reaped()
+            # Without a PID namespace of its own, the job's descendants are swept, once the
+            # zygote has reaped the job (the sweep takes every process below this one but the
+            # zygote).
+            ended = self.zygote.reaped() if sweep else None
             if sweep:
                 sweep_descendants(spare=self.zygote.pid)
-            # The next job is forked now, while this one's files and reply travel.
-            randomise_pid_counter(self.confinement)
-            self.zygote.fork_ahead()
             # Twice the record budget: the harness keeps at most half of it for solves.
             channel_bytes, channel_dropped = channel.read_all(2 * int(limits.get("record_mib", 16)) << 20)
             files, dropped = workdir_files.collect_files(
@@ -234,6 +240,11 @@ class Server:
                 limit_bytes=int(limits["file_size_mib"]) << 20,
                 budget_bytes=files_budget_bytes(limits),
             )
+            # Late, so that the zygote has reaped the job meanwhile instead of being waited for.
+            status, usage = ended or self.zygote.reaped()
+            # The next job is forked now, while this one's reply travels.
+            randomise_pid_counter(self.confinement)
+            self.zygote.fork_ahead()
             blobs.update({"stdout": stdout, "stderr": stderr, "channel": channel_bytes})
             for index, item in enumerate(files):
                 blobs[f"file:{index}"] = item.pop("content")

@@ -37,18 +37,19 @@ import importlib
 import json
 import os
 import select
+import signal
 import socket
 import sys
 from typing import Any, NoReturn
 
 from . import child, heap, hooks, native, warming
 from .channel import ResultChannel
-from .contract import JOB_DIR, PROGRAM_FILE, SETUP_FAILED_EXIT, TMP_DIR, WorkerConfig
+from .contract import JOB_DIR, PROGRAM_FILE, SETUP_FAILED_EXIT, TMP_DIR, JobOrder, WorkerConfig
 from .imports import PostImportHooks
 
 MESSAGE_BYTES = 1 << 16
-_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 FORKED, REAPED, WARMED = b"F", b"R", b"W"
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 class ZygoteFacts:
@@ -69,6 +70,7 @@ def serve(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> NoRe
         os.chdir("/")
         # A job of the same uid (no job uid of its own) must not read this process's memory.
         native.prctl(native.PR_SET_DUMPABLE, 0)
+        _job_defaults()
         os.environ.clear()
         os.environ.update(
             {
@@ -83,6 +85,18 @@ def serve(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> NoRe
         _loop(sock, config, facts)
     finally:
         os._exit(0)
+
+
+def _job_defaults() -> None:
+    """What every job needs of its process and inherits from here (once, not in every job:
+    each Python step in a forked job writes to pages it shares with the zygote, each write a
+    fault): default dispositions of the signals a harness may have ignored or caught, and
+    ``/dev/null`` as standard input."""
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGALRM):
+        signal.signal(number, signal.SIG_DFL)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def _workdir(config: WorkerConfig) -> str:
@@ -124,6 +138,8 @@ def _loop(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> None
     """Serve the supervisor's orders and reap the one job alive at a time (waiting or running)."""
     status = ctypes.c_int(0)
     usage = (ctypes.c_char * native.RUSAGE_BYTES)()
+    # Opened once, while /proc is the worker's: a job's /proc is mounted where /proc leads.
+    statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
     job: tuple[int, int] | None = None  # (pid, pidfd) of the job forked last, until reaped
     while True:
         watched = [sock.fileno()] if job is None else [sock.fileno(), job[1]]
@@ -149,11 +165,13 @@ def _loop(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> None
             heap.claim_free_chunks()
             sock.sendall(WARMED + json.dumps({"failed": failed}).encode())
         elif order.get("op") == "fork" and job is None:
-            job = _fork(sock, config, facts)
+            job = _fork(sock, config, facts, statm=statm)
 
 
-def _fork(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> tuple[int, int]:
-    """Fork the next job, waiting for its plan; hand its pidfd and socket to the supervisor."""
+def _fork(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts, *, statm: int) -> tuple[int, int]:
+    """Fork the next job, waiting for its plan; hand its pidfd and socket to the supervisor.
+    ``statm``: a descriptor on this process's ``/proc/self/statm``."""
+    inherited_bytes = int(os.pread(statm, 256, 0).split()[0]) * _PAGE_SIZE
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -162,7 +180,7 @@ def _fork(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> tupl
     if pid == 0:
         try:
             theirs.close()
-            _wait_for_plan(mine, config, facts, zygote_pid=zygote_pid)
+            _wait_for_plan(mine, config, facts, zygote_pid=zygote_pid, inherited_bytes=inherited_bytes)
         finally:
             # Whatever escapes the job must not unwind into the zygote's loop.
             os._exit(SETUP_FAILED_EXIT)
@@ -176,11 +194,11 @@ def _fork(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> tupl
 
 
 def _wait_for_plan(
-    sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts, *, zygote_pid: int
+    sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts, *, zygote_pid: int, inherited_bytes: int
 ) -> NoReturn:
     """In the forked job: confine what needs no plan, wait for the plan and the three
-    descriptors, then run the job. Exits when the supervisor's end of ``sock`` closes, or with the
-    zygote."""
+    descriptors, then run the job (``inherited_bytes``: the zygote's address space at the fork).
+    Exits when the supervisor's end of ``sock`` closes, or with the zygote."""
     os.closerange(3, sock.fileno())
     os.closerange(sock.fileno() + 1, 1 << 20)
     try:
@@ -190,36 +208,26 @@ def _wait_for_plan(
     data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
     if not data or len(fds) != 3:
         os._exit(SETUP_FAILED_EXIT)
-    order: dict[str, Any] = json.loads(data)
+    order = JobOrder.decode(data)
     stdout_fd, stderr_fd, channel_fd = fds
     workdir = _workdir(config)
     child.run(
         child.JobPlan(
             workdir=workdir,
             program_path=os.path.join(workdir, PROGRAM_FILE),
-            channel=ResultChannel(channel_fd, str(order["nonce"])),
+            channel=ResultChannel(channel_fd, order.nonce),
             stdout_fd=stdout_fd,
             stderr_fd=stderr_fd,
-            cpu_s=float(order["cpu_s"]),
+            cpu_s=order.cpu_s,
             # What the job inherits is not charged to it: the zygote's size plus its allowance.
-            address_space_bytes=_address_space_bytes() + int(order["allowance_bytes"]),
-            file_size_mib=int(order["file_size_mib"]),
+            address_space_bytes=inherited_bytes + order.allowance_bytes,
+            file_size_mib=order.file_size_mib,
             nofile=1024,
-            nproc_limit=None if order.get("nproc_limit") is None else int(order["nproc_limit"]),
+            nproc_limit=order.nproc_limit,
             job_uid=facts.job_uid,
-            gurobi=str(order["gurobi"]),
+            gurobi=order.gurobi,
             highs_package=config.highs_package,
             own_proc=facts.own_proc,
             started_fd=sock.detach(),
         )
     )
-
-
-def _address_space_bytes() -> int:
-    # os-level calls: a file object would touch dozens of the zygote's pages in the job.
-    fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        pages = int(os.read(fd, 256).split()[0])
-    finally:
-        os.close(fd)
-    return pages * _PAGE_SIZE

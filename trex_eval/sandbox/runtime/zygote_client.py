@@ -9,10 +9,9 @@ import resource
 import socket
 import struct
 import sys
-from typing import Any
 
 from . import native
-from .contract import WorkerConfig
+from .contract import JobOrder, WorkerConfig
 from .processes import proc_read
 from .zygote import FORKED, MESSAGE_BYTES, REAPED, WARMED, ZygoteFacts, serve
 
@@ -83,10 +82,10 @@ class Zygote:
         pidfd, job_sock = fds
         return WaitingJob(pidfd, _pidfd_pid(pidfd), socket.socket(fileno=job_sock))
 
-    def begin(self, job: WaitingJob, plan: dict[str, Any], fds: list[int]) -> None:
-        """Send ``job`` its plan and the descriptors of its output and result channel: it runs."""
+    def begin(self, job: WaitingJob, order: JobOrder, fds: list[int]) -> None:
+        """Send ``job`` its order and the descriptors of its output and result channel: it runs."""
         try:
-            socket.send_fds(job.sock, [json.dumps(plan).encode()], fds)
+            socket.send_fds(job.sock, [order.encode()], fds)
         except OSError as error:
             job.sock.close()
             raise ZygoteGone(f"a job forked ahead is gone: {error}") from None
