@@ -15,7 +15,7 @@ import sys
 
 from . import native
 from .contract import WorkerConfig
-from .jobfs import detach_down_to
+from .jobfs import bind_back, detach_down_to
 from .processes import pin_proc
 
 
@@ -123,12 +123,7 @@ def mount_private_tmpfs(config: WorkerConfig, confinement: Confinement) -> None:
             options = f"size={mib}m,mode=1777" if mib else "size=4k,mode=0755"
             native.mount("tmpfs", path, "tmpfs", native.MS_NOSUID | native.MS_NODEV, options)
             for entry, handle in handles.items():
-                if os.path.isdir(f"/proc/self/fd/{handle}"):
-                    os.mkdir(entry, 0o755)
-                else:
-                    os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
-                native.mount(f"/proc/self/fd/{handle}", entry, "", native.MS_BIND)
-                native.remount_read_only(entry)
+                bind_back(entry, handle, recursive=False)
         finally:
             for handle in handles.values():
                 os.close(handle)

@@ -115,18 +115,9 @@ class JobFileSystems:
                 native.mount(".", self.config.proc_dir, "", native.MS_BIND | native.MS_REC)
 
     def _bind_kept(self) -> None:
-        # `/proc` by name may lead into the new, still empty /tmp: the handles are reached
-        # through the pinned one.
-        with in_pinned_proc():
-            for entry, handle in self._kept:
-                source = f"self/fd/{handle}"
-                if os.path.isdir(source):
-                    os.mkdir(entry, 0o755)
-                else:
-                    os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
-                # Recursive: a kept entry may hold the sandbox's own mounts (masks, deeper binds).
-                native.mount(source, entry, "", native.MS_BIND | native.MS_REC)
-                native.remount_read_only(entry)
+        for entry, handle in self._kept:
+            # Recursive: a kept entry may hold the sandbox's own mounts (masks, deeper binds).
+            bind_back(entry, handle, recursive=True)
 
     def close(self) -> list[str]:
         """Detach the job's file systems (or wipe its directories); what could not be undone
@@ -151,6 +142,25 @@ class JobFileSystems:
         except OSError as error:
             return [f"{path}: {error}"]
         return []
+
+
+def bind_back(entry: str, handle: int, *, recursive: bool) -> None:
+    """Bind what the ``O_PATH`` descriptor ``handle`` holds at ``entry`` (first created as an
+    empty directory or file, as the handle's is), read-only; ``recursive`` takes the mounts below
+    it along. The handle is reached through the pinned ``/proc``: ``/proc`` by name may lead into
+    a new, still empty ``/tmp`` (``WorkerConfig.proc_dir``).
+
+    Raises:
+        OSError: the entry could not be created, bound or made read-only.
+    """
+    with in_pinned_proc():
+        source = f"self/fd/{handle}"
+        if os.path.isdir(source):
+            os.mkdir(entry, 0o755)
+        else:
+            os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
+        native.mount(source, entry, "", native.MS_BIND | (native.MS_REC if recursive else 0))
+    native.remount_read_only(entry)
 
 
 _MOST_STACKED = 8

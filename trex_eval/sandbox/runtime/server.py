@@ -226,11 +226,11 @@ class Server:
             output_cap = int(limits["output_bytes"])
             stdout, stdout_bytes = _read_tail(stdout_fd, output_cap)
             stderr, stderr_bytes = _read_tail(stderr_fd, output_cap)
-            # Without a PID namespace of its own, the job's descendants are swept, once the
-            # zygote has reaped the job (the sweep takes every process below this one but the
-            # zygote).
-            ended = self.zygote.reaped() if sweep else None
             if sweep:
+                # Without a PID namespace of its own, the job's descendants are swept, once the
+                # zygote has reaped the job (the sweep takes every process below this one but
+                # the zygote).
+                status, usage = self.zygote.reaped()
                 sweep_descendants(spare=self.zygote.pid)
             # Twice the record budget: the harness keeps at most half of it for solves.
             channel_bytes, channel_dropped = channel.read_all(2 * int(limits.get("record_mib", 16)) << 20)
@@ -240,8 +240,9 @@ class Server:
                 limit_bytes=int(limits["file_size_mib"]) << 20,
                 budget_bytes=files_budget_bytes(limits),
             )
-            # Late, so that the zygote has reaped the job meanwhile instead of being waited for.
-            status, usage = ended or self.zygote.reaped()
+            if not sweep:
+                # Late, so that the zygote has reaped the job meanwhile instead of being waited for.
+                status, usage = self.zygote.reaped()
             # The next job is forked now, while this one's reply travels.
             randomise_pid_counter(self.confinement)
             self.zygote.fork_ahead()

@@ -48,8 +48,8 @@ from .contract import JOB_DIR, PROGRAM_FILE, SETUP_FAILED_EXIT, TMP_DIR, JobOrde
 from .imports import PostImportHooks
 
 MESSAGE_BYTES = 1 << 16
-FORKED, REAPED, WARMED = b"F", b"R", b"W"
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+FORKED, REAPED, WARMED = b"F", b"R", b"W"
 
 
 class ZygoteFacts:
