@@ -269,3 +269,50 @@ def test_each_job_draws_its_own_random_sequence(one_worker: SandboxPool) -> None
 
     assert all("DRAWN" in text for text in drawn), drawn
     assert len(set(drawn)) == 3, drawn
+
+
+HOLDINGS = """
+import json, os, resource
+fds = {}
+for name in os.listdir("/proc/self/fd"):
+    try:
+        fds[name] = os.readlink(f"/proc/self/fd/{name}")
+    except OSError:
+        pass  # the directory listing's own descriptor, closed by now
+with open("/proc/self/status") as status:
+    flags = dict(line.split(":", 1) for line in status if line.startswith(("NoNewPrivs", "Seccomp:")))
+print("HELD", json.dumps({
+    "fds": sorted(fds.values()),
+    "numbers": sorted(int(name) for name in fds),
+    "flags": {key: value.strip() for key, value in flags.items()},
+    "core": resource.getrlimit(resource.RLIMIT_CORE),
+    "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
+}))
+"""
+
+
+def test_a_job_holds_its_own_output_channel_and_limits_and_nothing_of_the_zygote(
+    one_worker: SandboxPool,
+) -> None:
+    """The zygote makes a job's output files and result channel before it forks the job, and
+    sets the limits every job shares once, in itself: a job must still start with nothing but
+    ``/dev/null``, its two outputs, its result channel and its listing, no descriptor of the
+    zygote's (its socket, its ``statm``, a PID namespace) nor of an earlier job, no core files,
+    at most 1024 descriptors, no privileges to gain and the seccomp filter on."""
+    for _ in range(3):
+        done = one_worker.run(Job(code=HOLDINGS, expect="any"))
+        assert done.status is ExecStatus.OK, (done.detail, done.stderr_tail)
+        held = _last_json(done.stdout_tail, "HELD")
+        assert isinstance(held, dict)
+
+        fds = held["fds"]
+        assert fds[0] == "/dev/null" and len(fds) == 4, fds
+        assert sorted(target.split(" ")[0] for target in fds[1:]) == [
+            "/memfd:stderr",
+            "/memfd:stdout",
+            "/memfd:trex-result",
+        ], fds
+        assert held["numbers"][:3] == [0, 1, 2], held
+        assert held["flags"] == {"NoNewPrivs": "1", "Seccomp": "2"}, held
+        assert held["core"] == [0, 0], held
+        assert held["nofile"][0] <= 1024 and held["nofile"][0] == held["nofile"][1], held

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 from trex_eval.sandbox import Job
 from trex_eval.sandbox.launch import _ancestors, _View, sandbox_environment
 from trex_eval.sandbox.runtime import framing
+from trex_eval.sandbox.runtime.channel import ResultChannel
 from trex_eval.sandbox.runtime.contract import JobOrder
 from trex_eval.sandbox.runtime.workdir import glob_regex
 from trex_eval.sandbox.site_entries import _owned_entries
@@ -166,3 +168,18 @@ def test_a_job_order_travels_as_its_fields_and_comes_back_equal(nproc_limit: int
     assert JobOrder.decode(order.encode()) == order
     with pytest.raises(ValueError):
         JobOrder.decode(order.encode() + b"\0extra")
+
+
+@pytest.mark.parametrize("nonce", [secrets.token_hex(16), 'quote" back\\ é \udcff'])
+def test_the_start_record_is_the_line_the_encoder_writes(nonce: str) -> None:
+    """``emit_start`` writes the start record without the JSON encoder (a job writes it before
+    its program, where each object it makes costs a page): byte for byte what ``emit`` writes."""
+    first, second = ResultChannel.create(nonce), ResultChannel.create(nonce)
+    try:
+        first.emit("start", {})
+        second.emit_start()
+        assert first.read_all() == second.read_all()
+        assert json.loads(second.read_all()[0]) == {"nonce": nonce, "kind": "start", "pid": os.getpid()}
+    finally:
+        first.close()
+        second.close()

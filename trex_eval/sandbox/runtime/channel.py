@@ -1,6 +1,6 @@
 """The private result channel from a job to its worker.
 
-An anonymous in-memory file (``memfd``) created by the worker before it forks the job, opened
+An anonymous in-memory file (``memfd``) created by the zygote before it forks the job, opened
 append-only and close-on-exec, so solver subprocesses do not inherit it and records written by
 several processes of the job do not interleave. Each record is one JSON line carrying the job's
 nonce; the harness ignores lines without it. The nonce only makes forging *expensive* (a program
@@ -13,9 +13,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 MAX_CHANNEL_BYTES = 256 << 20
+# What json.dumps(record, separators=(",", ":"), default=repr) writes, without making an encoder
+# for every record (in a job, each object made touches pages it shares with its zygote).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=repr)
 
 
 class ResultChannel:
@@ -33,19 +37,33 @@ class ResultChannel:
     @classmethod
     def create(cls, nonce: str) -> ResultChannel:
         """A fresh, empty channel (close-on-exec, append-only)."""
+        return cls(cls.create_fd(), nonce)
+
+    @staticmethod
+    def create_fd() -> int:
+        """The descriptor of a fresh, empty channel (close-on-exec, append-only)."""
         fd = os.memfd_create("trex-result", os.MFD_CLOEXEC)
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
-        return cls(fd, nonce)
+        return fd
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         """Append one record; never raises (a full or closed channel loses the record, and the
         harness then sees an incomplete report, which it treats as the program's failure)."""
         record = {"nonce": self.nonce, "kind": kind, "pid": os.getpid(), **payload}
         try:
-            line = json.dumps(record, separators=(",", ":"), default=repr) + "\n"
+            line = _ENCODER.encode(record) + "\n"
             os.write(self.fd, line.encode("utf-8", "surrogatepass"))
         except (OSError, ValueError, TypeError, RecursionError):
             pass
+
+    def emit_start(self) -> None:
+        """Append the ``start`` record: what ``emit("start", {})`` writes, made without the
+        encoder (the job writes it before the program, where every object it makes costs)."""
+        line = f'{{"nonce":{encode_basestring_ascii(self.nonce)},"kind":"start","pid":{os.getpid()}}}\n'
+        try:
+            os.write(self.fd, line.encode())
+        except OSError:
+            return  # lost, as in emit (a context manager here would touch more shared pages)
 
     def read_all(self, limit_bytes: int = MAX_CHANNEL_BYTES) -> tuple[bytes, int]:
         """Everything written so far (bytes, sent to the harness as they are), for the worker, and

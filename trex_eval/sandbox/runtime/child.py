@@ -28,80 +28,94 @@ from typing import Any, NamedTuple, NoReturn
 from . import hooks, native, syscalls
 from .capture import RECORDER, describe_failure
 from .channel import ResultChannel
-from .contract import SETUP_FAILED_EXIT
+from .contract import SETUP_FAILED_EXIT, JobOrder
 from .imports import GurobipySwitch
 from .memory import expose_self
 
 _MIB = 1 << 20
+_NOFILE = 1024
+_PROC_FLAGS = native.MS_NOSUID | native.MS_NODEV | native.MS_NOEXEC
 _OUTPUT_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
 
 
 class JobPlan(NamedTuple):
-    """Everything the forked process needs, prepared by the zygote before the fork.
+    """What every job of a worker needs and no job's order changes, built by the zygote once
+    before its first fork (a job forked ahead then builds no object of its own for it: each
+    object it makes or touches copies pages it shares with the zygote).
 
     Attributes:
-        workdir: the job's working directory (already holds the program and its files).
+        workdir: the job's working directory (holds the program and its files once it runs).
         program_path: the program file inside ``workdir`` (``__file__`` of the program), which
             the job reads itself: its text never passes through the zygote.
-        channel: result channel (the job keeps its descriptor).
-        stdout_fd / stderr_fd: descriptors the program's fd 1 / fd 2 become.
-        cpu_s / file_size_mib: limits (see ``trex_eval.sandbox.SandboxLimits``).
-        address_space_bytes: the ``RLIMIT_AS`` to set: the zygote's address space at the fork
-            plus the job's memory allowance (what the job inherits is not charged to it).
-        nofile: open-file limit.
-        nproc_limit: ``RLIMIT_NPROC`` to set, or None where the kernel would not enforce it.
         job_uid: unprivileged uid (and gid) to switch to, or None to keep the worker's.
-        gurobi: ``"real"`` or ``"highs"``; ``highs_package`` is the gurobipy_highs folder.
-        own_proc: mount options of the ``/proc`` the job mounts for itself over the worker's (it
-            then sees only its own processes, numbered from 1, and none of the machine's
-            counters), or None to keep the worker's.
+        highs_package: folder of the gurobipy_highs layer (``gurobi == "highs"`` jobs).
+        own_proc: mount options (encoded, see :func:`own_proc`) of the ``/proc`` the job mounts
+            for itself over the worker's (it then sees only its own processes, numbered from 1,
+            and none of the machine's counters), or None to keep the worker's.
+    """
+
+    workdir: str
+    program_path: str
+    job_uid: int | None
+    highs_package: str
+    own_proc: bytes | None = None
+
+
+class JobStart(NamedTuple):
+    """What one job gets when its request comes, besides the plan.
+
+    Attributes:
+        order: the supervisor's order (limits, nonce, gurobipy mode).
+        address_space_bytes: the ``RLIMIT_AS`` to set: the zygote's address space at the fork
+            plus the order's allowance (what the job inherits is not charged to it).
+        channel: the result channel (the job keeps its descriptor).
         started_fd: a socket to the supervisor on which the job says ``S`` once it is confined
             and has read its program, and which it closes before the program runs: the
             supervisor's proof that the program ran (its result channel is the program's to
             rewrite, a ``setup_failed`` record included).
     """
 
-    workdir: str
-    program_path: str
-    channel: ResultChannel
-    stdout_fd: int
-    stderr_fd: int
-    cpu_s: float
+    order: JobOrder
     address_space_bytes: int
-    file_size_mib: int
-    nofile: int
-    nproc_limit: int | None
-    job_uid: int | None
-    gurobi: str
-    highs_package: str
-    own_proc: str | None = None
-    started_fd: int | None = None
+    channel: ResultChannel
+    started_fd: int
 
 
 def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
     resource.setrlimit(which, (soft, soft if hard is None else hard))
 
 
-def prepare(worker_pid: int) -> None:
-    """The part of confinement that needs no plan, done by a job forked ahead while it waits for
-    one: its own session and death with ``worker_pid`` (its forking zygote, from which it also
-    inherits default signal dispositions and ``/dev/null`` as stdin). Raises OSError on failure."""
+def inherited_limits() -> None:
+    """The limits and flags every job has, set once in the zygote, which every job inherits: no
+    core files, 1024 descriptors, and no privileges gained through ``execve`` (which the
+    seccomp filter also needs)."""
+    _set_limit(resource.RLIMIT_CORE, 0)
+    _set_limit(resource.RLIMIT_NOFILE, min(_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    native.prctl(native.PR_SET_NO_NEW_PRIVS, 1)
+
+
+def prepare(worker_pid: int, *, stdout_fd: int, stderr_fd: int, keep: tuple[int, int]) -> None:
+    """The part of confinement that needs no order, done by a job forked ahead while it waits for
+    one: the program's standard output and error (``stdout_fd``/``stderr_fd`` become fd 1 and 2),
+    every other descriptor but the two in ``keep`` closed, its own session and death with
+    ``worker_pid`` (its forking zygote, from which it also inherits default signal dispositions,
+    ``/dev/null`` as stdin and :func:`inherited_limits`). ``keep`` is in ascending order. Raises
+    OSError on failure."""
+    os.dup2(stdout_fd, 1)
+    os.dup2(stderr_fd, 2)
+    low, high = keep
+    os.closerange(3, low)
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, 1 << 20)
     os.setsid()
     native.prctl(native.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() not in (worker_pid, 0):
         os._exit(SETUP_FAILED_EXIT)
 
 
-def confine(plan: JobPlan) -> None:
+def confine(plan: JobPlan, start: JobStart) -> None:
     """Turn this process, :func:`prepare` d, into the job's sandboxed process (raises on
     failure)."""
-    os.dup2(plan.stdout_fd, 1)
-    os.dup2(plan.stderr_fd, 2)
-    start = 3
-    for keep in sorted({plan.channel.fd, *(() if plan.started_fd is None else (plan.started_fd,))}):
-        os.closerange(start, keep)
-        start = keep + 1
-    os.closerange(start, 1 << 20)
     # Before anything reads /proc by name: until then it may lead into an empty directory of the
     # job's new /tmp (WorkerConfig.proc_dir), or into the /proc of the job before.
     if plan.own_proc is not None:
@@ -109,15 +123,14 @@ def confine(plan: JobPlan) -> None:
     # The worker made itself the out-of-memory killer's last pick; a job is its first.
     expose_self()
     os.chdir(plan.workdir)
-    _set_limit(resource.RLIMIT_AS, plan.address_space_bytes)
+    order = start.order
+    _set_limit(resource.RLIMIT_AS, start.address_space_bytes)
     # Soft = hard: the job is the init of its PID namespace, and an init ignores SIGXCPU (the
     # soft-limit signal); the hard limit's SIGKILL is forced.
-    _set_limit(resource.RLIMIT_CPU, max(1, math.ceil(plan.cpu_s)))
-    _set_limit(resource.RLIMIT_FSIZE, plan.file_size_mib * _MIB)
-    _set_limit(resource.RLIMIT_CORE, 0)
-    _set_limit(resource.RLIMIT_NOFILE, min(plan.nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-    if plan.nproc_limit is not None:
-        _set_limit(resource.RLIMIT_NPROC, plan.nproc_limit)
+    _set_limit(resource.RLIMIT_CPU, max(1, math.ceil(order.cpu_s)))
+    _set_limit(resource.RLIMIT_FSIZE, order.file_size_mib * _MIB)
+    if order.nproc_limit is not None:
+        _set_limit(resource.RLIMIT_NPROC, order.nproc_limit)
     if plan.job_uid is not None:
         os.setgroups([])
         os.setresgid(plan.job_uid, plan.job_uid, plan.job_uid)
@@ -125,16 +138,15 @@ def confine(plan: JobPlan) -> None:
     else:
         with contextlib.suppress(OSError):
             native.drop_capabilities()
-    native.prctl(native.PR_SET_NO_NEW_PRIVS, 1)
     if syscalls.SUPPORTED:
         syscalls.install()
     # The environment is already the job's: the zygote holds it (the same for every job).
 
 
-def own_proc(options: str) -> None:
-    """Mount a ``/proc`` of this process's PID namespace where ``/proc`` leads (``options``: e.g.
-    ``subset=pid``, which leaves out the machine-wide files, such as ``/proc/stat``'s count of
-    every process ever forked, through which one job could signal a later one). In the worker's
+def own_proc(options: bytes) -> None:
+    """Mount a ``/proc`` of this process's PID namespace where ``/proc`` leads (``options``, encoded:
+    e.g. ``b"subset=pid"``, which leaves out the machine-wide files, such as ``/proc/stat``'s count
+    of every process ever forked, through which one job could signal a later one). In the worker's
     mount namespace, not one of the job's own (copying the mount table for every job cost 0.45 ms):
     the supervisor reads its own ``/proc`` through a descriptor and detaches this one after the job
     (``jobfs``); the program itself can mount nothing (seccomp).
@@ -142,23 +154,23 @@ def own_proc(options: str) -> None:
     Raises:
         OSError: the kernel refused (the worker checked at start-up that it does not).
     """
-    native.mount("proc", "/proc", "proc", native.MS_NOSUID | native.MS_NODEV | native.MS_NOEXEC, options)
+    native.mount_encoded(b"proc", b"/proc", b"proc", _PROC_FLAGS, options or None)
 
 
-def run(plan: JobPlan) -> NoReturn:
+def run(plan: JobPlan, start: JobStart) -> NoReturn:
     """Confine, run the program, report; never returns (the process exits)."""
+    channel = start.channel
     try:
-        confine(plan)
+        confine(plan, start)
         source = _read_program(plan.program_path)
-        if plan.started_fd is not None:
-            os.write(plan.started_fd, b"S")
-            os.close(plan.started_fd)
+        os.write(start.started_fd, b"S")
+        os.close(start.started_fd)
     except BaseException as error:
-        plan.channel.emit("setup_failed", {"error": describe_failure(error)})
+        channel.emit("setup_failed", {"error": describe_failure(error)})
         os._exit(SETUP_FAILED_EXIT)
-    RECORDER.attach(plan.channel)
-    plan.channel.emit("start", {})
-    switch = GurobipySwitch(plan.gurobi, plan.highs_package, hooks.GUROBIPY_INSTALLER)
+    RECORDER.attach(channel)
+    channel.emit_start()
+    switch = GurobipySwitch(start.order.gurobi, plan.highs_package, hooks.GUROBIPY_INSTALLER)
     switch.activate()
     main_pid = os.getpid()
     namespace, end = _execute(plan, source)
@@ -168,7 +180,7 @@ def run(plan: JobPlan) -> NoReturn:
         os._exit(end["exit_code"])
     end["bindings"] = _bindings(namespace)
     _flush()
-    plan.channel.emit("end", end)
+    channel.emit("end", end)
     os._exit(end["exit_code"])
 
 
@@ -192,8 +204,15 @@ def _exception_fields(error: BaseException) -> dict[str, Any]:
 
 def _read_program(path: str) -> str:
     """The program's text as the supervisor wrote it (lone surrogates of a model's text kept)."""
-    with open(path, "rb") as handle:
-        return handle.read().decode("utf-8", "surrogatepass")
+    # os-level reads: a file object would touch dozens of the zygote's pages in the job.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "surrogatepass")
 
 
 def _execute(plan: JobPlan, source: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -255,7 +255,7 @@ def probe_own_proc(confinement: Confinement) -> None:
         pid = native.fork_into_pid_namespace(confinement.pid_namespace_fd)
         if pid == 0:
             try:
-                own_proc(options)
+                own_proc(os.fsencode(options))
                 os._exit(0 if os.path.exists("/proc/self/status") else 1)
             except BaseException:
                 os._exit(1)

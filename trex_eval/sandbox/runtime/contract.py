@@ -39,8 +39,11 @@ def real_time_cap_s(wall_s: float) -> float:
 
 
 class JobOrder(NamedTuple):
-    """What the supervisor sends a job forked ahead when its request comes (besides the job's
-    output and channel descriptors): see ``child.JobPlan`` for the fields.
+    """What the supervisor sends a job forked ahead when its request comes (the job already holds
+    its output files and result channel, made by the zygote): its nonce, its limits
+    (``trex_eval.sandbox.SandboxLimits``; ``allowance_bytes`` is added to the zygote's address
+    space for ``RLIMIT_AS``, ``nproc_limit`` None where the kernel would not enforce it) and its
+    gurobipy mode (``"real"`` or ``"highs"``).
 
     Sent as its fields' text joined by NUL bytes, not JSON: decoding JSON in the forked job copied
     ~30 of the zygote's pages (each write to a page the job shares with the zygote is a fault).

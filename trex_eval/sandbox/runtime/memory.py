@@ -33,13 +33,18 @@ def protect_self() -> bool:
 
 def expose_self() -> None:
     """Make this process (a job) the first the out-of-memory killer picks."""
-    # os-level calls: a text file object would touch dozens of the zygote's pages in the job.
-    with contextlib.suppress(OSError):
+    # os-level calls, no context manager: each object a job touches copies a page it shares with
+    # the zygote (a text file object touched dozens).
+    try:
         fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            os.write(fd, b"1000")
-        finally:
-            os.close(fd)
+    except OSError:
+        return
+    try:
+        os.write(fd, b"1000")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class MemoryLimit:

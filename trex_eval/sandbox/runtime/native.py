@@ -59,18 +59,27 @@ def setns(fd: int, nstype: int) -> None:
     _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns")
 
 
+# prctl and mount as a forked job calls them (every job calls both), prototyped once (a call then
+# converts its arguments in C) and without use_errno, whose errno swapping touched ~17 more of the
+# zygote's pages on each job's first call (each page a job writes that it shares with the zygote
+# is copied). errno is read right after a failure, before anything else runs.
+_libc_job = ctypes.CDLL(None, use_errno=False)
+_libc_job.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc_job.prctl.restype = ctypes.c_int
+_libc_job.mount.argtypes = [*(ctypes.c_char_p,) * 3, ctypes.c_ulong, ctypes.c_char_p]
+_libc_job.mount.restype = ctypes.c_int
+_libc_job.__errno_location.restype = ctypes.POINTER(ctypes.c_int)
+
+
+def _errno() -> int:
+    return int(_libc_job.__errno_location().contents.value)
+
+
 def prctl(option: int, arg: int = 0, arg3: int = 0) -> None:
     """``prctl(2)`` with up to two integer (or address) arguments."""
-    _check(
-        _libc.prctl(
-            ctypes.c_int(option),
-            ctypes.c_ulong(arg),
-            ctypes.c_ulong(arg3),
-            ctypes.c_ulong(0),
-            ctypes.c_ulong(0),
-        ),
-        "prctl",
-    )
+    if _libc_job.prctl(option, arg, arg3, 0, 0) != 0:
+        err = _errno()
+        raise OSError(err, f"prctl: {os.strerror(err)}")
 
 
 class _CapHeader(ctypes.Structure):
@@ -122,6 +131,13 @@ def mount(source: str, target: str, fstype: str, flags: int = 0, data: str = "")
         _libc.mount(text(source), text(target), text(fstype), ctypes.c_ulong(flags), text(data)),
         f"mount {target}",
     )
+
+
+def mount_encoded(source: bytes, target: bytes, fstype: bytes, flags: int, data: bytes | None) -> None:
+    """:func:`mount` for a forked job, its strings already encoded (``data`` None: NULL)."""
+    if _libc_job.mount(source, target, fstype, flags, data) != 0:
+        err = _errno()
+        raise OSError(err, f"mount {os.fsdecode(target)}: {os.strerror(err)}")
 
 
 def remount_read_only(target: str) -> None:

@@ -13,7 +13,7 @@ its parent's memory, freed parts included. They are forked from the zygote (:mod
 forked from here at start-up before any job, which never holds a byte of one; each job is forked
 ahead of its request (the pid counter set at random first) and waits. Per job this process mounts
 a fresh ``/tmp`` (holding the job's ``/proc`` where ``/proc`` leads there) and ``/dev/shm``
-(:mod:`.jobfs`), writes the job's files, sends the waiting job its plan, watches it
+(:mod:`.jobfs`), writes the job's files, sends the waiting job its order, watches it
 (:mod:`.supervise`), collects its output, result channel and model files, has the next job
 forked, and detaches what the job wrote once the reply is sent (a worker that could not undo a
 job's traces answers the next request ``not_run`` and stops).
@@ -176,28 +176,27 @@ class Server:
         """Run one job; its reply (``blobs`` receives the reply's byte fields: output, channel,
         model files, sent raw beside it)."""
         limits = request["limits"]
-        channel = ResultChannel.create(request["nonce"])
-        stdout_fd = os.memfd_create("stdout", os.MFD_CLOEXEC)
-        stderr_fd = os.memfd_create("stderr", os.MFD_CLOEXEC)
+        workdir, tmpdir = self.files.workdir, self.files.tmpdir
+        self.files.open()
+        workdir_files.prepare(request, workdir, tmpdir, self.confinement.job_uid)
+        nproc = self.confinement.nproc_base
+        order = JobOrder(
+            nonce=request["nonce"],
+            cpu_s=float(limits["cpu_s"]),
+            allowance_bytes=self._allowance_mib(limits) << 20,
+            # No single file larger than the worker's disk either: where a job can write to the
+            # host's disk (unshare, rlimits), that bounds each file it writes there.
+            file_size_mib=min(int(limits["file_size_mib"]), self.config.disk_mib or 1 << 30),
+            nproc_limit=None if nproc is None else nproc + int(limits["max_processes"]),
+            gurobi=request["gurobi"],
+        )
+        disk = DiskWatch(self.config.disk_watch, self.config.disk_mib << 20)
+        self.memory.hold(int(limits["memory_mib"]))
+        job = self.zygote.take()
+        stdout_fd, stderr_fd = job.stdout_fd, job.stderr_fd
+        channel = ResultChannel(job.channel_fd, request["nonce"])
         try:
-            workdir, tmpdir = self.files.workdir, self.files.tmpdir
-            self.files.open()
-            workdir_files.prepare(request, workdir, tmpdir, self.confinement.job_uid)
-            nproc = self.confinement.nproc_base
-            order = JobOrder(
-                nonce=request["nonce"],
-                cpu_s=float(limits["cpu_s"]),
-                allowance_bytes=self._allowance_mib(limits) << 20,
-                # No single file larger than the worker's disk either: where a job can write to
-                # the host's disk (unshare, rlimits), that bounds each file it writes there.
-                file_size_mib=min(int(limits["file_size_mib"]), self.config.disk_mib or 1 << 30),
-                nproc_limit=None if nproc is None else nproc + int(limits["max_processes"]),
-                gurobi=request["gurobi"],
-            )
-            disk = DiskWatch(self.config.disk_watch, self.config.disk_mib << 20)
-            self.memory.hold(int(limits["memory_mib"]))
-            job = self.zygote.take()
-            self.zygote.begin(job, order, [stdout_fd, stderr_fd, channel.fd])
+            self.zygote.begin(job, order)
             sweep = self.confinement.pid_namespace_fd is None
             try:
                 watched = watch(

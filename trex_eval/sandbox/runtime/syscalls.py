@@ -278,6 +278,10 @@ _ENCODED = encode(program()) if SUPPORTED else b""
 _BUFFER = ctypes.create_string_buffer(_ENCODED, len(_ENCODED))
 
 
+_PROGRAM = _Program(len(_ENCODED) // 8, ctypes.addressof(_BUFFER))
+_PROGRAM_ADDRESS = ctypes.addressof(_PROGRAM)
+
+
 def install() -> None:
     """Install the filter on the calling thread (and everything it starts from now on).
 
@@ -288,5 +292,4 @@ def install() -> None:
     """
     if not _ENCODED:
         raise OSError(errno.ENOSYS, f"no seccomp filter for {MACHINE}")
-    prog = _Program(len(_ENCODED) // 8, ctypes.addressof(_BUFFER))
-    native.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
+    native.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, _PROGRAM_ADDRESS)

@@ -9,24 +9,24 @@ the supervisor at start-up before any job exists, imports and warms the solver l
 the jobs; it is their parent and reaps them.
 
 A job is forked *before* its request arrives (while the previous job's reply travels), and waits:
-the supervisor sends it its plan (limits, nonce, gurobipy mode) and the descriptors of its output
-files and result channel directly, on a socket of its own, when the job comes. What reaches the
-zygote, on a ``SOCK_SEQPACKET`` socket from the supervisor, is "fork the next job" and names of
-libraries to warm from ``WorkerConfig.warmable``; what it sends back is the waiting job's pidfd and
-socket, and the job's wait status and resource usage once it ended, which the kernel writes straight
-into buffers that are zeroed once sent (:func:`.native.wait4_into`). The program's text is read by
-the job itself from its working directory. The only job-dependent numbers the zygote ever sees are
-the pids of its children, and the supervisor makes those random (``/proc/sys/kernel/ns_last_pid``,
-where it may write it).
+the supervisor sends it its order (limits, nonce, gurobipy mode) directly, on a socket of its own,
+when the job comes. What reaches the zygote, on a ``SOCK_SEQPACKET`` socket from the supervisor, is
+"fork the next job" and names of libraries to warm from ``WorkerConfig.warmable``; what it sends
+back is the waiting job's pidfd, socket, output files and result channel (made empty before the
+fork, so the job's own end needs no descriptor passed), and the job's wait status and resource
+usage once it ended, which the kernel writes straight into buffers that are zeroed once sent
+(:func:`.native.wait4_into`). The program's text is read by the job itself from its working
+directory. The only job-dependent numbers the zygote ever sees are the pids of its children, and
+the supervisor makes those random (``/proc/sys/kernel/ns_last_pid``, where it may write it).
 
 Before it forks, the zygote claims the free chunks its imports left in the C allocator's lists
 (:mod:`.heap`): a job's allocations then come from fresh pages instead of writing into chunks
 scattered over pages it shares with the zygote (each such write copies a page).
 
-Messages from the zygote start with a tag: ``F`` (forked: the job's pidfd and socket travel as
-``SCM_RIGHTS``), ``R`` (reaped: the raw status, 4 bytes, and ``struct rusage``), ``W`` (warmed: JSON
-``{"failed": [...]}``). The first message is the JSON ready message. The zygote exits when its
-socket closes; a waiting job dies with it.
+Messages from the zygote start with a tag: ``F`` (forked: the job's pidfd, socket, stdout and
+stderr memfds and result channel travel as ``SCM_RIGHTS``), ``R`` (reaped: the raw status, 4
+bytes, and ``struct rusage``), ``W`` (warmed: JSON ``{"failed": [...]}``). The first message is
+the JSON ready message. The zygote exits when its socket closes; a waiting job dies with it.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ from .imports import PostImportHooks
 MESSAGE_BYTES = 1 << 16
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 FORKED, REAPED, WARMED = b"F", b"R", b"W"
+FORK = b"fork"
+"""The supervisor's order to fork the next job (every other order is JSON)."""
 
 
 class ZygoteFacts:
@@ -81,6 +83,8 @@ def serve(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> NoRe
             }
         )
         errors = _preload(config)
+        # After the imports, and again after each warm: no library's import decides them.
+        child.inherited_limits()
         sock.sendall(json.dumps({"preload_errors": errors}).encode())
         _loop(sock, config, facts)
     finally:
@@ -140,6 +144,14 @@ def _loop(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> None
     usage = (ctypes.c_char * native.RUSAGE_BYTES)()
     # Opened once, while /proc is the worker's: a job's /proc is mounted where /proc leads.
     statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+    workdir = _workdir(config)
+    plan = child.JobPlan(
+        workdir=workdir,
+        program_path=os.path.join(workdir, PROGRAM_FILE),
+        job_uid=facts.job_uid,
+        highs_package=config.highs_package,
+        own_proc=None if facts.own_proc is None else os.fsencode(facts.own_proc),
+    )
     job: tuple[int, int] | None = None  # (pid, pidfd) of the job forked last, until reaped
     while True:
         watched = [sock.fileno()] if job is None else [sock.fileno(), job[1]]
@@ -159,75 +171,89 @@ def _loop(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts) -> None
             return
         if not data:
             return
+        if data == FORK:
+            if job is None:
+                job = _fork(sock, plan, facts, statm=statm)
+            continue
         order: dict[str, Any] = json.loads(data)
         if order.get("op") == "warm":
             failed = warming.warm([str(name) for name in order.get("modules", ())], config.warmable)
             heap.claim_free_chunks()
+            child.inherited_limits()
             sock.sendall(WARMED + json.dumps({"failed": failed}).encode())
-        elif order.get("op") == "fork" and job is None:
-            job = _fork(sock, config, facts, statm=statm)
 
 
-def _fork(sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts, *, statm: int) -> tuple[int, int]:
-    """Fork the next job, waiting for its plan; hand its pidfd and socket to the supervisor.
-    ``statm``: a descriptor on this process's ``/proc/self/statm``."""
+def _fork(sock: socket.socket, plan: child.JobPlan, facts: ZygoteFacts, *, statm: int) -> tuple[int, int]:
+    """Fork the next job, waiting for its order; hand its pidfd, socket, output files and result
+    channel to the supervisor. ``statm``: a descriptor on this process's ``/proc/self/statm``.
+
+    The output files and the channel are made here, empty, so that the job receives nothing but
+    its order's bytes (descriptors through ``SCM_RIGHTS`` cost the job a page-touching
+    ``recv_fds``); this process closes its copies before it forks the next job."""
     inherited_bytes = int(os.pread(statm, 256, 0).split()[0]) * _PAGE_SIZE
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    # A bare descriptor for the job: a socket object's methods touched ~34 shared pages in it.
+    job_fd = mine.detach()
+    outputs = (os.memfd_create("stdout", os.MFD_CLOEXEC), os.memfd_create("stderr", os.MFD_CLOEXEC))
+    channel_fd = ResultChannel.create_fd()
+    keep = (job_fd, channel_fd) if job_fd < channel_fd else (channel_fd, job_fd)
     sys.stdout.flush()
     sys.stderr.flush()
     zygote_pid = os.getpid()
     pid = native.fork_into_pid_namespace(facts.pid_namespace_fd)
     if pid == 0:
         try:
-            theirs.close()
-            _wait_for_plan(mine, config, facts, zygote_pid=zygote_pid, inherited_bytes=inherited_bytes)
+            _wait_for_order(
+                job_fd,
+                plan,
+                outputs=outputs,
+                keep=keep,
+                zygote_pid=zygote_pid,
+                inherited_bytes=inherited_bytes,
+            )
         finally:
             # Whatever escapes the job must not unwind into the zygote's loop.
             os._exit(SETUP_FAILED_EXIT)
-    mine.close()
-    pidfd = os.pidfd_open(pid)
+    os.close(job_fd)
+    handed = [theirs.fileno(), *outputs, channel_fd]
     try:
-        socket.send_fds(sock, [FORKED], [pidfd, theirs.fileno()])
+        pidfd = os.pidfd_open(pid)
+        socket.send_fds(sock, [FORKED], [pidfd, *handed])
     finally:
         theirs.close()
+        for fd in handed[1:]:
+            os.close(fd)
     return pid, pidfd
 
 
-def _wait_for_plan(
-    sock: socket.socket, config: WorkerConfig, facts: ZygoteFacts, *, zygote_pid: int, inherited_bytes: int
+def _wait_for_order(
+    sock_fd: int,
+    plan: child.JobPlan,
+    *,
+    outputs: tuple[int, int],
+    keep: tuple[int, int],
+    zygote_pid: int,
+    inherited_bytes: int,
 ) -> NoReturn:
-    """In the forked job: confine what needs no plan, wait for the plan and the three
-    descriptors, then run the job (``inherited_bytes``: the zygote's address space at the fork).
-    Exits when the supervisor's end of ``sock`` closes, or with the zygote."""
-    os.closerange(3, sock.fileno())
-    os.closerange(sock.fileno() + 1, 1 << 20)
+    """In the forked job: confine what needs no order, wait for the order on ``sock_fd``, then
+    run the job (``inherited_bytes``: the zygote's address space at the fork; ``keep``: the
+    descriptors of ``sock_fd`` and the result channel, in ascending order). Exits when the
+    supervisor's end of the socket closes, or with the zygote."""
+    channel_fd = keep[1] if keep[0] == sock_fd else keep[0]
     try:
-        child.prepare(zygote_pid)
+        child.prepare(zygote_pid, stdout_fd=outputs[0], stderr_fd=outputs[1], keep=keep)
     except OSError:
         os._exit(SETUP_FAILED_EXIT)
-    data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
-    if not data or len(fds) != 3:
+    data = os.read(sock_fd, MESSAGE_BYTES)
+    if not data:
         os._exit(SETUP_FAILED_EXIT)
     order = JobOrder.decode(data)
-    stdout_fd, stderr_fd, channel_fd = fds
-    workdir = _workdir(config)
     child.run(
-        child.JobPlan(
-            workdir=workdir,
-            program_path=os.path.join(workdir, PROGRAM_FILE),
-            channel=ResultChannel(channel_fd, order.nonce),
-            stdout_fd=stdout_fd,
-            stderr_fd=stderr_fd,
-            cpu_s=order.cpu_s,
-            # What the job inherits is not charged to it: the zygote's size plus its allowance.
-            address_space_bytes=inherited_bytes + order.allowance_bytes,
-            file_size_mib=order.file_size_mib,
-            nofile=1024,
-            nproc_limit=order.nproc_limit,
-            job_uid=facts.job_uid,
-            gurobi=order.gurobi,
-            highs_package=config.highs_package,
-            own_proc=facts.own_proc,
-            started_fd=sock.detach(),
-        )
+        plan,
+        child.JobStart(
+            order,
+            inherited_bytes + order.allowance_bytes,
+            ResultChannel(channel_fd, order.nonce),
+            sock_fd,
+        ),
     )

@@ -1,5 +1,5 @@
 """The supervisor's handle on its zygote (:mod:`.zygote`): start it, have it fork the next job
-ahead of time, start that job with its plan, learn how it ended, have it warm libraries."""
+ahead of time, start that job with its order, learn how it ended, have it warm libraries."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 from . import native
 from .contract import JobOrder, WorkerConfig
 from .processes import proc_read
-from .zygote import FORKED, MESSAGE_BYTES, REAPED, WARMED, ZygoteFacts, serve
+from .zygote import FORK, FORKED, MESSAGE_BYTES, REAPED, WARMED, ZygoteFacts, serve
 
 
 class ZygoteGone(Exception):
@@ -21,13 +21,18 @@ class ZygoteGone(Exception):
 
 
 class WaitingJob:
-    """A job forked ahead of its request: its pidfd (the caller's to close once it ended), its pid
-    as the supervisor sees it, and the socket its plan goes to."""
+    """A job forked ahead of its request: its pidfd, its pid as the supervisor sees it, the socket
+    its order goes to, and the memfds that are the program's standard output and error and the
+    job's result channel (the descriptors are the caller's to close once the job ended)."""
 
-    def __init__(self, pidfd: int, pid: int, sock: socket.socket) -> None:
+    def __init__(
+        self, pidfd: int, *, pid: int, sock: socket.socket, outputs: tuple[int, int], channel_fd: int
+    ) -> None:
         self.pidfd = pidfd
         self.pid = pid
         self.sock = sock
+        self.stdout_fd, self.stderr_fd = outputs
+        self.channel_fd = channel_fd
 
 
 class Zygote:
@@ -43,8 +48,9 @@ class Zygote:
     @classmethod
     def start(cls, config: WorkerConfig, facts: ZygoteFacts) -> Zygote:
         """Fork the zygote now (before any job: it holds nothing but start-up state) and wait
-        until it has imported ``config.preload``; then have it fork the first job. The zygote
-        keeps none of this process's descriptors but its socket (and the PID namespace handle)."""
+        until it has imported ``config.preload`` (the first job is forked on the first
+        :meth:`fork_ahead` or :meth:`take`). The zygote keeps none of this process's descriptors
+        but its socket (and the PID namespace handle)."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -65,27 +71,39 @@ class Zygote:
         if self._asked:
             return
         try:
-            self.sock.sendall(json.dumps({"op": "fork"}).encode())
+            self.sock.sendall(FORK)
         except OSError as error:
             raise ZygoteGone(f"the zygote stopped answering: {error}") from None
         self._asked = True
 
     def take(self) -> WaitingJob:
-        """The job forked ahead (asking for it first if need be), waiting for its plan."""
+        """The job forked ahead (asking for it first if need be), waiting for its order."""
         self.fork_ahead()
-        _, fds = self._next(FORKED, descriptors=2)
+        _, fds = self._next(FORKED, descriptors=5)
         self._asked = False
-        if len(fds) != 2:
+        if len(fds) != 5:
             for fd in fds:
                 os.close(fd)
             raise ZygoteGone("the zygote forked a job without handing it over")
-        pidfd, job_sock = fds
-        return WaitingJob(pidfd, _pidfd_pid(pidfd), socket.socket(fileno=job_sock))
-
-    def begin(self, job: WaitingJob, order: JobOrder, fds: list[int]) -> None:
-        """Send ``job`` its order and the descriptors of its output and result channel: it runs."""
+        pidfd, job_sock, stdout_fd, stderr_fd, channel_fd = fds
         try:
-            socket.send_fds(job.sock, [order.encode()], fds)
+            pid = _pidfd_pid(pidfd)
+        except ZygoteGone:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return WaitingJob(
+            pidfd,
+            pid=pid,
+            sock=socket.socket(fileno=job_sock),
+            outputs=(stdout_fd, stderr_fd),
+            channel_fd=channel_fd,
+        )
+
+    def begin(self, job: WaitingJob, order: JobOrder) -> None:
+        """Send ``job`` its order: it runs."""
+        try:
+            job.sock.send(order.encode())
         except OSError as error:
             job.sock.close()
             raise ZygoteGone(f"a job forked ahead is gone: {error}") from None
@@ -93,7 +111,7 @@ class Zygote:
     @staticmethod
     def started(job: WaitingJob) -> bool:
         """After ``job`` ended: whether it said it was confined and about to run the program
-        (``child.JobPlan.started_fd``). Closes the job's socket."""
+        (``child.JobStart.started_fd``). Closes the job's socket."""
         try:
             return job.sock.recv(8, socket.MSG_DONTWAIT) == b"S"
         except OSError:
@@ -123,7 +141,9 @@ class Zygote:
         """The body of the next message tagged ``tag`` (warm answers met on the way are noted)."""
         while True:
             try:
-                data, fds, _, _ = socket.recv_fds(self.sock, MESSAGE_BYTES, descriptors)
+                data, fds, _, _ = socket.recv_fds(
+                    self.sock, MESSAGE_BYTES, descriptors, socket.MSG_CMSG_CLOEXEC
+                )
             except OSError as error:
                 raise ZygoteGone(f"the zygote stopped answering: {error}") from None
             if not data:
