@@ -174,7 +174,10 @@ def test_a_job_order_travels_as_its_fields_and_comes_back_equal(nproc_limit: int
 def test_the_start_record_is_the_line_the_encoder_writes(nonce: str) -> None:
     """``emit_start`` writes the start record without the JSON encoder (a job writes it before
     its program, where each object it makes costs a page): byte for byte what ``emit`` writes."""
-    first, second = ResultChannel.create(nonce), ResultChannel.create(nonce)
+    first, second = (
+        ResultChannel(ResultChannel.create_fd(), nonce),
+        ResultChannel(ResultChannel.create_fd(), nonce),
+    )
     try:
         first.emit("start", {})
         second.emit_start()

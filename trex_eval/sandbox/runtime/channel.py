@@ -34,11 +34,6 @@ class ResultChannel:
         self.fd = fd
         self.nonce = nonce
 
-    @classmethod
-    def create(cls, nonce: str) -> ResultChannel:
-        """A fresh, empty channel (close-on-exec, append-only)."""
-        return cls(cls.create_fd(), nonce)
-
     @staticmethod
     def create_fd() -> int:
         """The descriptor of a fresh, empty channel (close-on-exec, append-only)."""

@@ -99,11 +99,11 @@ def prepare(worker_pid: int, *, stdout_fd: int, stderr_fd: int, keep: tuple[int,
     one: the program's standard output and error (``stdout_fd``/``stderr_fd`` become fd 1 and 2),
     every other descriptor but the two in ``keep`` closed, its own session and death with
     ``worker_pid`` (its forking zygote, from which it also inherits default signal dispositions,
-    ``/dev/null`` as stdin and :func:`inherited_limits`). ``keep`` is in ascending order. Raises
-    OSError on failure."""
+    ``/dev/null`` as stdin and :func:`inherited_limits`). Raises OSError on failure."""
     os.dup2(stdout_fd, 1)
     os.dup2(stderr_fd, 2)
-    low, high = keep
+    # Not sorted(): each builtin a job calls touches pages it shares with the zygote.
+    low, high = keep if keep[0] < keep[1] else (keep[1], keep[0])
     os.closerange(3, low)
     os.closerange(low + 1, high)
     os.closerange(high + 1, 1 << 20)

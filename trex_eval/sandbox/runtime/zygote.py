@@ -196,7 +196,6 @@ def _fork(sock: socket.socket, plan: child.JobPlan, facts: ZygoteFacts, *, statm
     job_fd = mine.detach()
     outputs = (os.memfd_create("stdout", os.MFD_CLOEXEC), os.memfd_create("stderr", os.MFD_CLOEXEC))
     channel_fd = ResultChannel.create_fd()
-    keep = (job_fd, channel_fd) if job_fd < channel_fd else (channel_fd, job_fd)
     sys.stdout.flush()
     sys.stderr.flush()
     zygote_pid = os.getpid()
@@ -207,7 +206,7 @@ def _fork(sock: socket.socket, plan: child.JobPlan, facts: ZygoteFacts, *, statm
                 job_fd,
                 plan,
                 outputs=outputs,
-                keep=keep,
+                channel_fd=channel_fd,
                 zygote_pid=zygote_pid,
                 inherited_bytes=inherited_bytes,
             )
@@ -231,17 +230,15 @@ def _wait_for_order(
     plan: child.JobPlan,
     *,
     outputs: tuple[int, int],
-    keep: tuple[int, int],
+    channel_fd: int,
     zygote_pid: int,
     inherited_bytes: int,
 ) -> NoReturn:
     """In the forked job: confine what needs no order, wait for the order on ``sock_fd``, then
-    run the job (``inherited_bytes``: the zygote's address space at the fork; ``keep``: the
-    descriptors of ``sock_fd`` and the result channel, in ascending order). Exits when the
+    run the job (``inherited_bytes``: the zygote's address space at the fork). Exits when the
     supervisor's end of the socket closes, or with the zygote."""
-    channel_fd = keep[1] if keep[0] == sock_fd else keep[0]
     try:
-        child.prepare(zygote_pid, stdout_fd=outputs[0], stderr_fd=outputs[1], keep=keep)
+        child.prepare(zygote_pid, stdout_fd=outputs[0], stderr_fd=outputs[1], keep=(sock_fd, channel_fd))
     except OSError:
         os._exit(SETUP_FAILED_EXIT)
     data = os.read(sock_fd, MESSAGE_BYTES)
