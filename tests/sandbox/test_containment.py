@@ -185,3 +185,30 @@ def test_a_flooded_result_channel_is_read_only_up_to_twice_the_record_budget(sin
     assert "flooded" in execution.stdout_tail, (execution.status, execution.detail)
     assert "bytes of solve records left out of the middle of the result channel" in execution.detail
     assert len(execution.model_dump_json()) < 4 << 20
+
+
+SWAP_WORKDIR = """
+import os
+here = os.getcwd()
+open("mine.lp", "w").write("Minimize\\n obj: x\\nEnd\\n")
+os.chdir("/")
+os.rename(here, here + ".moved")
+os.symlink(here + ".moved", here)
+print("swapped")
+"""
+
+
+def test_a_working_directory_swapped_for_a_symbolic_link_is_not_followed(single: SandboxPool) -> None:
+    """A program replaced its working directory with a symbolic link (an attack pointed it at
+    ``/``: the root worker walked the whole sandbox view, about a second per job, and returned
+    every ``*.lp`` in it as the program's): the worker collects nothing through the link, and
+    the next job runs in a working directory of its own again."""
+    execution = single.run(Job(code=SWAP_WORKDIR, expect="any"))
+
+    assert "swapped" in execution.stdout_tail, (execution.status, execution.detail, execution.stderr_tail)
+    assert execution.written_files == ()
+    after = single.run(
+        Job(code="import os\nprint('HERE', os.path.islink(os.getcwd()), os.listdir('.'))\n", expect="any")
+    )
+    assert after.status is ExecStatus.OK, after.detail
+    assert "HERE False ['program.py']" in after.stdout_tail, after.stdout_tail

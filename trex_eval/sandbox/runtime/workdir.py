@@ -174,9 +174,16 @@ def collect_files(
 def _scan(root: str) -> list[tuple[str, str, os.stat_result]]:
     """``(path, relative path, lstat)`` of the regular files under ``root``, walked with an
     explicit stack (no recursion), at most ``_SCAN_MAX_DEPTH`` deep, ``_SCAN_MAX_ENTRIES``
-    entries and ``_SCAN_MAX_S`` seconds; unreadable directories are skipped."""
+    entries and ``_SCAN_MAX_S`` seconds; unreadable directories are skipped. Nothing when ``root``
+    is not a directory itself: a program that replaced its working directory with a symbolic link
+    (to ``/``, say) would otherwise have the worker walk, and collect from, wherever it leads."""
     deadline = time.monotonic() + _SCAN_MAX_S
     found: list[tuple[str, str, os.stat_result]] = []
+    try:
+        if not stat.S_ISDIR(os.lstat(root).st_mode):
+            return found
+    except OSError:
+        return found
     stack: list[tuple[str, str, int]] = [(root, "", 0)]
     seen = 0
     while stack:
