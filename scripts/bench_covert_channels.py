@@ -232,7 +232,7 @@ def main() -> None:
     wanted = options.only or ["inode", "cache", "cache-timed", "timing"]
     limits = SandboxLimits(wall_s=30.0, cpu_s=30.0)
     print(f"{'channel':<8} {'pairs':>6} {'bits/pair':>10} {'correct':>8} {'~bits/pair':>11}  notes")
-    with SandboxPool(workers=1, verify=False, limits=limits) as pool:
+    with SandboxPool(workers=1, limits=limits) as pool:
         isolation = pool.isolation
         if "inode" in wanted:
             correct, bits = inode_channel(pool, options.pairs)
@@ -247,7 +247,7 @@ def main() -> None:
             rate = 0.0 if refused else _rate(correct, options.pairs, bits)
             print(f"{'c-timed':<8} {options.pairs:>6} {bits:>10} {correct:>8} {rate:>11.2f}  {refused}")
     if "timing" in wanted:
-        with SandboxPool(workers=2, verify=False, limits=limits) as pool:
+        with SandboxPool(workers=2, limits=limits) as pool:
             correct, slots = timing_channel(pool, options.pairs)
             total = options.pairs * slots
             rate = _rate(correct, total, 1) * slots

@@ -51,12 +51,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from trex_eval import verify
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.benchmarks.data import resolve_data_dir
 from trex_eval.extract import extract
 from trex_eval.records import Completion, Execution, ObjectiveReference, Problem, SolveRecord
-from trex_eval.sandbox import verify
 
 TIMEOUT_S = 360
 TOLERANCE = 1e-6
@@ -230,7 +230,7 @@ def ceiling_path(
                 claim = (claims or {}).get(problem.id)
                 if claim is not None:
                     solve, limit = claim
-                    verify.verify_solve(solve.model_copy(update={"verification": None}), time_limit_s=limit)
+                    verify.verify_solve(solve.model_copy(update={"verification": None}), budget_s=limit)
 
         started = time.perf_counter()
         with ThreadPoolExecutor(lanes) as pool:
@@ -271,7 +271,7 @@ def claims(run_dir: Path) -> dict[str, tuple[SolveRecord, float]]:
         execution = Execution.model_validate(record["execution"])
         last = execution.last_solve
         if record["grade"]["verdict"] in ("correct", "unverified") and last is not None and last.model:
-            found[record["problem_id"]] = (last, verify.verification_time_limit(execution))
+            found[record["problem_id"]] = (last, verify.verification_budget(execution))
     return found
 
 

@@ -25,10 +25,10 @@ from trex_eval.backends.base import BackendSpec, GenerationRequest, create_backe
 from trex_eval.backends.presets import load_presets, resolve_preset
 from trex_eval.benchmarks import data, load_benchmark
 from trex_eval.prompting.render import PromptRenderer
+from trex_eval.protocols.judge import ReferenceModels
 from trex_eval.protocols.plan import plan_for
 from trex_eval.records import SampleRecord, SamplingParams
 from trex_eval.run import pipeline as runner
-from trex_eval.run.session import ReferenceModels
 from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.store import CompletionLine, RunStore
 

@@ -28,10 +28,10 @@ from lp_writer import write_lp
 from structure_corpus import corpus
 from structure_perturb import perturb
 
-from trex_eval.grading.lp import parse_lp
 from trex_eval.grading.structure import exact
 from trex_eval.grading.structure.keys import NumericKeys
 from trex_eval.grading.structure.typed_graph import build_graph, magnitudes, typed_form
+from trex_eval.lp import parse_lp
 from trex_eval.records import LinearModel
 
 _DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "t-rex"

@@ -139,7 +139,11 @@ def bare_batch(rollouts: list[Rollout], workers: int) -> tuple[float, list[float
 def trex_batch(scorer: RewardScorer, rollouts: list[Rollout]) -> tuple[float, list[float], float]:
     started = time.perf_counter()
     records = scorer.score([rollout.request for rollout in rollouts])
-    return time.perf_counter() - started, [r.timings.total_s for r in records], sum(r.reward for r in records)
+    return (
+        time.perf_counter() - started,
+        [r.timings.total_s for r in records],
+        sum(r.reward or 0.0 for r in records),
+    )
 
 
 def _quantile(values: list[float], q: float) -> float:

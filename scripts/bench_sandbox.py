@@ -2,10 +2,10 @@
 """Throughput of the sandbox: programs per second through the warm pool vs a fresh interpreter.
 
 For each of three tiny programs (PuLP with CBC, highspy, OR-Tools GLOP) it runs N programs through
-a started :class:`~trex_eval.sandbox.SandboxPool` (``--workers`` lanes, isolation as probed,
-HiGHS verification on) and M programs as ``python program.py`` in fresh, unsandboxed interpreters
-on as many lanes, then prints one table. Pool start-up is not timed; every pool run must end
-``ok`` with the expected objective, or the script fails.
+a started :class:`~trex_eval.sandbox.SandboxPool` (``--workers`` lanes, isolation as probed, the
+last solve verified as a run verifies it) and M programs as ``python program.py`` in fresh,
+unsandboxed interpreters on as many lanes, then prints one table. Pool start-up is not timed;
+every pool run must end ``ok`` with the expected objective, or the script fails.
 
 A busy shared machine distorts wall-clock rates, so two more columns help read them: the CPU time
 one pooled program costs in total (harness + worker + the program's own processes, from the
@@ -27,6 +27,8 @@ between rounds.
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
 import os
 import statistics
@@ -38,7 +40,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from trex_eval.records import ExecStatus
+from trex_eval.records import ExecStatus, Execution
 from trex_eval.sandbox import Job, SandboxPool
 
 # max 3x + 2y  s.t. x + y <= 4, x + 3y <= 6, 0 <= x <= 3: optimum x = 3, y = 1, objective 11.
@@ -118,11 +120,36 @@ def rate(count: int, lanes: int, task: Callable[[int], None]) -> float:
     return count / (time.perf_counter() - started)
 
 
+def _verifier(verify: bool) -> Callable[[Execution], Execution]:
+    """What verifies a pooled program's last solve, in the thread that ran it: the harness's
+    verification stage (``trex_eval.verify``; in trees before it moved, ``trex_eval.sandbox.verify``),
+    or nothing (``--no-verify``)."""
+    if not verify:
+        return lambda execution: execution
+    try:
+        module = importlib.import_module("trex_eval.verify")
+    except ImportError:
+        module = importlib.import_module("trex_eval.sandbox.verify")
+    checked: Callable[[Execution], Execution] = module.verify_last_solve
+    return checked
+
+
+def new_pool(*, workers: int) -> SandboxPool:
+    """A pool that runs programs only (trees whose pool could verify by itself are told not to:
+    the runner verifies, as a run's grading step does)."""
+    if "verify" in inspect.signature(SandboxPool).parameters:
+        return SandboxPool(workers=workers, verify=False)  # type: ignore[call-arg]
+    return SandboxPool(workers=workers)
+
+
+VERIFY: Callable[[Execution], Execution] = _verifier(True)
+
+
 def _checked_runner(pool: SandboxPool, code: str) -> Callable[[int], None]:
     job = Job(code=code)
 
     def one(_: int) -> None:
-        execution = pool.run(job)
+        execution = VERIFY(pool.run(job))
         solve = execution.last_solve
         if (
             execution.status is not ExecStatus.OK
@@ -240,7 +267,9 @@ def serve(name: str, *, workers: int, verify: bool) -> None:
     """``--serve``: a warm pool for ``name``; each line on stdin is a count to measure."""
     import trex_eval
 
-    with SandboxPool(workers=workers, verify=verify) as pool:
+    global VERIFY
+    VERIFY = _verifier(verify)
+    with new_pool(workers=workers) as pool:
         warm_pool(pool, PROGRAMS[name])
         print(json.dumps({"trex_eval": os.path.dirname(trex_eval.__file__)}), flush=True)
         for line in sys.stdin:
@@ -262,6 +291,8 @@ def main() -> None:
     parser.add_argument("--serve", choices=sorted(PROGRAMS), help=argparse.SUPPRESS)
     options = parser.parse_args()
     verify = not options.no_verify
+    global VERIFY
+    VERIFY = _verifier(verify)
     if options.serve:
         serve(options.serve, workers=options.workers, verify=verify)
         return
@@ -278,7 +309,7 @@ def main() -> None:
             else None
         )
         # A fresh pool per library: a warmed worker holds what its workload uses, as in a run.
-        with SandboxPool(workers=options.workers, verify=verify) as pool:
+        with new_pool(workers=options.workers) as pool:
             warm_pool(pool, code)
             pooled, cpu, bare, ratios, before, before_cpu, before_ratios = [], [], [], [], [], [], []
             for _ in range(options.rounds):

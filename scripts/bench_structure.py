@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 from lp_writer import write_lp
 from structure_perturb import perturb
 
-from trex_eval.grading.lp import parse_lp
 from trex_eval.grading.structure.exact import check_exact
 from trex_eval.grading.structure.fixed import check_fixed
+from trex_eval.lp import parse_lp
 from trex_eval.protocols.trex_compat.structure import check_trex_compat
 from trex_eval.records import Grade, LinearModel
 

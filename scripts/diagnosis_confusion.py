@@ -67,6 +67,7 @@ from trex_eval.benchmarks.data import resolve_data_dir
 from trex_eval.grading.diagnosis import DiagnosisBudget
 from trex_eval.grading.diagnosis.values import label_decimals
 from trex_eval.protocols.plan import EvaluationPlan, plan_for
+from trex_eval.protocols.reference_programs import ReferencePrograms
 from trex_eval.records import (
     Completion,
     ExecStatus,
@@ -77,7 +78,6 @@ from trex_eval.records import (
     SolveStatus,
     Verdict,
 )
-from trex_eval.run.reference_programs import ReferencePrograms
 from trex_eval.sandbox import SandboxLimits, SandboxPool
 
 TUNING_ROWS = 40
@@ -297,7 +297,7 @@ def main() -> None:
     excluded: Counter[str] = Counter()
     judged = diagnosed = worst = 0.0
     budget = DiagnosisBudget() if args.budget_s is None else DiagnosisBudget(time_s=args.budget_s)
-    with SandboxPool(workers=args.workers, verify=False) as pool, ThreadPoolExecutor(args.workers) as lanes:
+    with SandboxPool(workers=args.workers) as pool, ThreadPoolExecutor(args.workers) as lanes:
         originals = list(lanes.map(lambda p: (p, _fenced(p, _code_of(plan, p))), problems))
         checked = list(lanes.map(lambda item: graded(pool, plan, item[0], item[1]), originals))
         corpus = [

@@ -173,7 +173,7 @@ def _sample(problem: str, *, rounds: int = 0, file_bytes: int = 0, tail: str = "
     execution = Execution(status=ExecStatus.OK, written_files=files if file_bytes else (), stdout_tail=tail)
     completion = Completion(problem_id=problem, sample_index=0, text="```python\nprint(1)\n```")
     program = Program(code="print(1)", extractor="default", reason="fence")
-    grade = Grade(verdict=Verdict.CORRECT, rule="orgeval-exact@1", reason="equivalent")
+    grade = Grade(verdict=Verdict.CORRECT, rule="orgeval-exact@2", reason="equivalent")
     repaired = tuple(
         RepairRound(
             round=number,

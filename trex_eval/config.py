@@ -14,6 +14,9 @@ Environment variables understood by trex-eval:
     Where a user ``models.yaml`` is looked up (default: the platform user config dir).
 ``TREX_VLLM_EXECUTABLE``
     A ``vllm`` executable to start (e.g. from another virtualenv); default: ``vllm`` on PATH.
+``TREX_PROGRESS_INTERVAL_S``
+    Seconds between two plain progress lines of a benchmark when stderr is not a terminal
+    (default 30; :mod:`trex_eval.run.progress`).
 API keys
     Read only under the variable name a model preset names (``api_key_env``), never stored.
 ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``MODEL_NAME``
@@ -74,3 +77,8 @@ def data_dir_from_env() -> Path | None:
 def vllm_executable() -> str:
     """The ``vllm`` executable to launch (``TREX_VLLM_EXECUTABLE`` or ``vllm`` on PATH)."""
     return getenv("TREX_VLLM_EXECUTABLE") or "vllm"
+
+
+def progress_interval() -> str | None:
+    """``TREX_PROGRESS_INTERVAL_S`` as set (parsed and checked by :mod:`trex_eval.run.progress`)."""
+    return getenv("TREX_PROGRESS_INTERVAL_S")

@@ -276,10 +276,10 @@ class SolveRecord(Record):
     Everything but the two verification fields is a claim of the program's process (the hooks
     run there, beside the program). ``objective`` is the solver's reported objective (``None``
     unless a solution exists). ``verified_objective`` is the harness's own re-solve of ``model``
-    in the parent process (``None`` if not verified); ``verification`` says what happened
+    in a verifier process of the harness's own (``None`` if not verified); ``verification`` says what happened
     (``"match"``, ``"mismatch"``, ``"skipped: <why>"``, ``None``: not attempted yet) and
-    ``verified_by`` names the parent's solver (``highs``, ``gurobipy``, ``scip``). See
-    :mod:`trex_eval.sandbox.verify` for the contract.
+    ``verified_by`` names the harness's solver (``highs``, ``gurobipy``, ``scip``). See
+    :mod:`trex_eval.verify` for the contract.
     """
 
     library: Name

@@ -123,7 +123,7 @@ class Verdict(str, Enum):
     UNVERIFIED = "unverified"
     """The program's claim would pass the rule, but the harness could not re-derive it from the
     captured model (no matrix, an unsupported model kind, a re-solve that failed or timed out):
-    never counted as correct by ``strict``; see ``trex_eval.sandbox.verify``."""
+    never counted as correct by ``strict``; see ``trex_eval.verify``."""
     HARNESS_ERROR = "harness_error"
     """The harness failed this sample, not the model: its graded record could not be stored
     (``Grade.reason`` says why; ``trex_eval.budget.harness_failure``). An environment failure;
@@ -207,7 +207,7 @@ class DiagnosisCategory(str, Enum):
     """Rows of the reference model have no counterpart in the generated one (named in the detail),
     and every generated row has one in the reference. Structure-graded samples against the
     reference LP; objective samples that no single edit explains, against the model the
-    benchmark's reference program builds (:mod:`trex_eval.run.reference_programs`)."""
+    benchmark's reference program builds (:mod:`trex_eval.protocols.reference_programs`)."""
     CONSTRAINT_DIFFERS = "constraint_differs"
     """Structure-graded: rows on both sides lack a counterpart: coefficients or sides differ."""
     VARIABLES_DIFFER = "variables_differ"

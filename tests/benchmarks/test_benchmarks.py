@@ -203,7 +203,9 @@ def test_unknown_field_is_rejected(tmp_path: Path) -> None:
         "name: x\ntitle: X\nsource:\n  path: rows.jsonl\n  row: 3\nfields:\n  question: q\n"
         "grader:\n  kind: objective\n  rule: strict\n  compat_rule: trex-compat\nprompt:\n  task: solve\n",
     )
-    with pytest.raises(BenchmarkError, match=r"bench.yaml:5: field 'source.row'"):
+    with pytest.raises(
+        BenchmarkError, match=r"bench.yaml:5: unknown key 'source.row' \(did you mean 'rows'\?\)"
+    ):
         load_spec(path)
 
 

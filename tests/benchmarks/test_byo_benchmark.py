@@ -15,7 +15,7 @@ from trex_eval.benchmarks import Benchmark, load_benchmark, user_benchmarks_dir
 from trex_eval.benchmarks import user as userbench
 from trex_eval.errors import BenchmarkError, ConfigError
 from trex_eval.prompting.render import PromptRenderer
-from trex_eval.protocols.plan import rules_by_protocol
+from trex_eval.protocols.plan import plan_for, rules_by_protocol
 from trex_eval.records import ObjectiveReference, SolveStatus
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "or-word-problems"
@@ -267,6 +267,80 @@ def test_validate_refuses_what_no_run_could_use(
     (tmp_path / "b.yaml").write_text(text.replace(edit[0], edit[1]))
     with pytest.raises(error, match=message):
         userbench.validate(str(tmp_path / "b.yaml"), data_dir=None, rules=rules_by_protocol)
+
+
+def _edited_example(tmp_path: Path, *edits: tuple[str, str]) -> tuple[Path, list[str]]:
+    """The example YAML reading the example data from anywhere, with ``edits`` applied; its path
+    and lines."""
+    text = (
+        (EXAMPLE / "benchmark.yaml")
+        .read_text()
+        .replace("path: problems.jsonl", f"path: {EXAMPLE}/problems.jsonl")
+    )
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    (tmp_path / "b.yaml").write_text(text)
+    return tmp_path / "b.yaml", text.splitlines()
+
+
+def test_every_problem_of_a_file_at_once_unknown_keys_with_a_guess(tmp_path: Path) -> None:
+    path, lines = _edited_example(
+        tmp_path,
+        ("title:", "titel:"),
+        ("  question: question", "  questoin: question"),
+        ("  rows: 10", "  rows: 10\n  colour: red"),
+        ("kind: objective", "kind: objectiv"),
+    )
+    with pytest.raises(BenchmarkError) as caught:
+        load_benchmark(str(path), data_dir=None)
+
+    def at(start: str) -> str:
+        return f"{path}:{1 + next(i for i, line in enumerate(lines) if line.startswith(start))}: "
+
+    assert caught.value.where == str(path)
+    assert caught.value.message.splitlines() == [
+        "4 problems in the benchmark file:",
+        f"    {at('titel:')}unknown key 'titel' (did you mean 'title'?)",
+        f"    {at('  colour:')}unknown key 'source.colour' (known here: path, root, repository, rows, "
+        "format, layout, folder_glob, folder_files)",
+        f"    {at('  questoin:')}unknown key 'fields.questoin' (did you mean 'question'?)",
+        f"    {at('  kind:')}field 'grader.kind': Input should be 'objective' or 'structure' "
+        "(got 'objectiv')",
+    ]
+    # The keys the misspellings stand for are not reported missing as well.
+    assert "required" not in str(caught.value)
+
+
+def test_a_bad_rule_is_located_in_the_file(tmp_path: Path) -> None:
+    for key, value, bad in (("rule", "strict", "strcit"), ("compat_rule", "trex-compat", "trex-compt")):
+        path, lines = _edited_example(tmp_path, (f"  {key}: {value}", f"  {key}: {bad}"))
+        where = f"{path}:{1 + lines.index(f'  {key}: {bad}')}: grader.{key}"
+        with pytest.raises(ConfigError, match=f"unknown grading rule '{bad}'") as caught:
+            userbench.validate(str(path), data_dir=None, rules=rules_by_protocol)
+        assert caught.value.where == where
+        # A run binds the rule when it plans the benchmark: located the same way there.
+        protocol = "default" if key == "rule" else "trex-compat"
+        with pytest.raises(ConfigError) as planned:
+            plan_for(load_benchmark(str(path), data_dir=None), protocol=protocol)
+        assert planned.value.where == where
+
+
+def test_a_missing_data_file_of_a_users_benchmark_says_what_applies(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLE / "problems.jsonl", tmp_path / "problems.jsonl")
+    text = (EXAMPLE / "benchmark.yaml").read_text().replace("path: problems.jsonl", "path: problem.jsonl")
+    (tmp_path / "b.yaml").write_text(text)
+    with pytest.raises(BenchmarkError) as caught:
+        load_benchmark(str(tmp_path / "b.yaml"), data_dir=None)
+    line = 1 + text.splitlines().index(
+        "  path: problem.jsonl      # relative to this file's folder (root: file is the default)"
+    )
+    assert caught.value.where == f"{tmp_path / 'b.yaml'}:{line}: source.path"
+    assert caught.value.hint == (
+        "source.path is relative to the YAML file's folder; fix source.path in b.yaml to name your "
+        f"data file ({tmp_path} holds problems.jsonl)"
+    )
+    assert "data verify" not in str(caught.value)
 
 
 # --------------------------------------------------------------------------- register

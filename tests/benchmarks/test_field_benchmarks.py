@@ -164,10 +164,16 @@ def test_suites() -> None:
 
 
 def test_diff_matches_by_text_when_ids_name_other_problems(data_dir: Path) -> None:
+    computed: list[int] = []
     result = diff(
         load_benchmark("industryor", data_dir=data_dir),
         load_benchmark("industryor@sirl-fixedv2", data_dir=data_dir),
+        progress=lambda done, planned: computed.append(done),
     )
     assert result.matched_by == "question text"
     counts = result.counts()
-    assert counts["matched"] + counts["removed"] == 100 and counts["matched"] >= 70
+    # As benchmarks/notes/field-benchmarks.md says: every question differs between the two files.
+    assert (counts["matched"], counts["reworded"], counts["relabelled"]) == (74, 74, 44)
+    assert (counts["removed"], counts["added"]) == (26, 26)
+    # Bounded: a few exact (quadratic) ratios per problem, not one per pair of the 100 x 100.
+    assert computed == list(range(1, len(computed) + 1)) and 74 <= len(computed) <= 3 * (100 + 100)

@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 
 from trex_eval.benchmarks import load_benchmark
-from trex_eval.grading.lp import parse_lp
+from trex_eval.lp import parse_lp
 from trex_eval.records import ObjectiveReference, SolveStatus
-from trex_eval.sandbox.verify import resolve_with_highs
+from trex_eval.verify import resolve_with_highs
 
 
 def test_highs_reproduces_every_linear_reference_lp_of_b4o_feasible(data_dir: Path) -> None:

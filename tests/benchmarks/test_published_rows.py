@@ -97,7 +97,7 @@ def test_orlm_and_miplib_nl_rows() -> None:
     assert {s.rule for s in orlm.values()} == {"orlm"}
     # The doc's MIPLIB-NL figures for GPT-5.1, each in the CSV.
     doc = " ".join(FIELD_DOC.read_text("utf-8").split())
-    quoted = re.search(r"GPT-5\.1 (.+?)\. T-Rex:", doc)
+    quoted = re.search(r"README table image\): e\.g\. GPT-5\.1 (.+?)\. T-Rex:", doc)
     assert quoted is not None
     figures = [float(x) for x in re.findall(r"\d+\.\d+", quoted.group(1))]
     miplib = [s for s in _published() if "MIPLIB-NL" in s.source]

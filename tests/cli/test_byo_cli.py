@@ -52,6 +52,22 @@ def test_invalid_yaml_exits_2_with_file_line_and_field(cli: Cli, tmp_path: Path)
     assert not (tmp_path / "config" / "benchmarks").exists()
 
 
+def test_every_schema_problem_is_listed_in_one_run(cli: Cli, tmp_path: Path) -> None:
+    text = (EXAMPLE / "benchmark.yaml").read_text()
+    text = text.replace("  question: question", "  questoin: question").replace("title:", "titel:")
+    (tmp_path / "two.yaml").write_text(text)
+    lines = text.splitlines()
+    done = cli("benchmarks", "validate", str(tmp_path / "two.yaml"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "2 problems in the benchmark file:" in done.stderr
+    for start, message in (
+        ("titel:", "unknown key 'titel' (did you mean 'title'?)"),
+        ("  questoin:", "unknown key 'fields.questoin' (did you mean 'question'?)"),
+    ):
+        line = 1 + next(i for i, text in enumerate(lines) if text.startswith(start))
+        assert f"two.yaml:{line}: {message}" in done.stderr
+
+
 def test_no_usable_row_exits_2(cli: Cli, tmp_path: Path) -> None:
     text = (EXAMPLE / "benchmark.yaml").read_text()
     text = text.replace("question: question", "question: text").replace(

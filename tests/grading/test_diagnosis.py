@@ -148,7 +148,7 @@ PROGRAMS: dict[str, tuple[str, DiagnosisCategory | None]] = {
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[SandboxPool]:
-    with SandboxPool(workers=2, verify=False) as started:
+    with SandboxPool(workers=2) as started:
         yield started
 
 

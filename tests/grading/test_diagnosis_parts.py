@@ -32,7 +32,7 @@ from trex_eval.records import (
     SolveStatus,
     Verdict,
 )
-from trex_eval.sandbox.verify import resolve
+from trex_eval.verify import resolve
 
 C = DiagnosisCategory
 
@@ -155,7 +155,7 @@ def test_first_drop_finds_the_row_with_far_fewer_re_solves_than_rows() -> None:
 
     def probe(edited: LinearModel) -> tuple[SolveStatus, float | None]:
         probes.append(edited)
-        found = resolve(edited, time_limit_s=10.0)
+        found = resolve(edited, budget_s=10.0)
         return found.status, found.objective
 
     def stands(status: SolveStatus, value: float | None) -> Standing | None:

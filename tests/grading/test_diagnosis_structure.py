@@ -14,7 +14,8 @@ from pathlib import Path
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.grading import get_rule
 from trex_eval.grading.diagnosis.structure import structure_diagnosis
-from trex_eval.grading.lp import parse_lp
+from trex_eval.lp import parse_lp
+from trex_eval.protocols.judge import ReferenceModels
 from trex_eval.protocols.plan import plan_for
 from trex_eval.records import (
     DiagnosisCategory,
@@ -26,7 +27,6 @@ from trex_eval.records import (
     StructureReference,
     Verdict,
 )
-from trex_eval.run.session import ReferenceModels
 
 C = DiagnosisCategory
 

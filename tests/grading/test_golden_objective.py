@@ -28,6 +28,7 @@ from trex_eval.records import (
     SolveStatus,
     Verdict,
 )
+from trex_eval.verify import verify_last_solve
 
 if TYPE_CHECKING:
     from trex_eval.sandbox import Job, SandboxPool
@@ -42,8 +43,9 @@ def pool() -> Iterator[SandboxPool]:
 
 
 def run_all(pool: SandboxPool, jobs: Sequence[Job]) -> list[Execution]:
+    """Each job run and its last solve verified, as a run's grading step does."""
     with ThreadPoolExecutor(max_workers=4) as threads:
-        return list(threads.map(pool.run, jobs))
+        return list(threads.map(lambda job: verify_last_solve(pool.run(job)), jobs))
 
 
 # --------------------------------------------------------------------------- G14

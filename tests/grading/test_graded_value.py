@@ -3,7 +3,7 @@ the captured model with the reference, never the program's claim, which only has
 that re-solve within verification's tolerance; that tolerance never widens a rule's.
 
 Every claim/re-solve pair below that is stored as ``"match"`` is one that the real agreement
-test (:func:`trex_eval.sandbox.verify.objectives_agree`) accepts, checked in each test, so the
+test (:func:`trex_eval.verify.objectives_agree`) accepts, checked in each test, so the
 records are ones the harness can write.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
+from trex_eval import verify
 from trex_eval.grading import get_rule, grade_objective
 from trex_eval.grading.objective.base import AGREEMENT_ATOL, AGREEMENT_RTOL, may_pass_when_verified
 from trex_eval.grading.objective.tolerance import ToleranceRule
@@ -28,7 +29,6 @@ from trex_eval.records import (
     SolveStatus,
     Verdict,
 )
-from trex_eval.sandbox import verify
 
 FORGED, OPTIMUM = 5050.0, 5050.9
 """The reported attack: an integer model whose optimum is 5050.9, its read-out patched to 5050.0."""

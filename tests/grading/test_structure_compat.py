@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trex_eval.grading.lp import parse_lp
+from trex_eval.lp import parse_lp
 from trex_eval.protocols.trex_compat.structure import RULE, check_trex_compat, compat_info, format_float32
 from trex_eval.records import LinearModel, Verdict
 

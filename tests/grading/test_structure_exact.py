@@ -14,9 +14,9 @@ from structure_perturb import perturb
 from test_structure_compat import G11
 
 from trex_eval.grading import get_rule
-from trex_eval.grading.lp import parse_lp
 from trex_eval.grading.structure.exact import RULE, check_exact
 from trex_eval.grading.structure.fixed import check_fixed
+from trex_eval.lp import parse_lp
 from trex_eval.records import LinearModel, Verdict
 
 # reference-harness.md §1.3 / §9 G8: quadratic 32, 33, 56, 57, 364, 365, 374, 375; references
@@ -222,6 +222,6 @@ def test_edge_case_table_gets_the_mathematical_answer(name: str) -> None:
 
 def test_registered_in_the_one_registry() -> None:
     rule = get_rule("orgeval-exact")
-    assert rule.spec == RULE == "orgeval-exact@1"
+    assert rule.spec == RULE == "orgeval-exact@2"
     model = _lp(BASE)
     assert rule.grade(model, model).verdict is Verdict.CORRECT  # type: ignore[union-attr]

@@ -14,8 +14,8 @@ from lp_writer import write_lp
 from structure_perturb import perturb
 from test_structure_compat import G11
 
-from trex_eval.grading.lp import parse_lp
 from trex_eval.grading.structure.fixed import RULE, check_fixed
+from trex_eval.lp import parse_lp
 from trex_eval.records import LinearModel, Verdict
 
 # reference-harness.md §1.3: quadratic objective 32, 33, 364, 365; quadratic constraints

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from trex_eval.grading.lp import parse_lp
+from trex_eval.lp import parse_lp
 from trex_eval.protocols.trex_compat.rewrite import orgeval_rewrite
 from trex_eval.protocols.trex_compat.structure import check_trex_compat, compat_info
 from trex_eval.records import Grade

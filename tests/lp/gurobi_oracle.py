@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from trex_eval.grading.lp import row_bounds
+from trex_eval.lp import row_bounds
 from trex_eval.records import IndicatorConstraint, LinearModel, QuadraticConstraint, SOSConstraint
 
 gp = pytest.importorskip("gurobipy")

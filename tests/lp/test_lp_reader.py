@@ -12,7 +12,7 @@ from gurobi_models import GUROBI_MODELS
 from gurobi_oracle import differences, gurobi_read
 
 from trex_eval.errors import GradingError
-from trex_eval.grading.lp import parse_lp
+from trex_eval.lp import parse_lp
 
 
 def _reference_lps(data_dir: Path, folder: str) -> list[Path]:

@@ -11,7 +11,7 @@ from gurobi_oracle import differences, gurobi_read
 from lp_writer import write_lp
 
 from trex_eval.errors import GradingError
-from trex_eval.grading.lp import parse_lp
+from trex_eval.lp import parse_lp
 from trex_eval.records import LinearModel
 
 

@@ -10,7 +10,7 @@ from gurobi_models import GUROBI_MODELS
 from gurobi_oracle import differences, gp, gurobi_env, gurobi_read
 
 from trex_eval.errors import GradingError
-from trex_eval.grading.lp import parse_mps
+from trex_eval.lp import parse_mps
 
 highspy = pytest.importorskip("highspy")
 

@@ -48,16 +48,16 @@ def test_each_protocol_decides_extractor_rule_and_limits(data_dir: Path) -> None
     compat = {b.name: plan_for(b, protocol="trex-compat") for b in (nl4opt, orgeval)}
     assert {n: (p.extractor, p.rule.spec, p.limits.wall_s) for n, p in default.items()} == {
         "nl4opt": ("default", "strict@2", 60.0),
-        "b4o-orgeval": ("default", "orgeval-exact@1", 60.0),
+        "b4o-orgeval": ("default", "orgeval-exact@2", 60.0),
     }
     assert {n: (p.extractor, p.rule.spec, p.limits.wall_s) for n, p in compat.items()} == {
         "nl4opt": ("trex-compat-solver", "trex-compat@1", 360.0),
         "b4o-orgeval": ("trex-compat-orgeval", "orgeval-trex-compat@1", 180.0),
     }
     assert rules_by_protocol(orgeval.spec.grader) == {
-        "default": "orgeval-exact@1",
+        "default": "orgeval-exact@2",
         "trex-compat": "orgeval-trex-compat@1",
-        "orlm": "orgeval-exact@1",  # ORLM grades no structure benchmark: the default's reading
+        "orlm": "orgeval-exact@2",  # ORLM grades no structure benchmark: the default's reading
     }
     assert rules_by_protocol(nl4opt.spec.grader)["orlm"] == "orlm-compat@2"
 
@@ -119,9 +119,9 @@ def test_failed_samples_record_the_versioned_rule(tmp_path: Path, data_dir: Path
     result = pipeline.run(spec, RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False))
     records = list(RunStore(result.run_dir).iter_samples())
     assert {r.grade.verdict for r in records} == {Verdict.NO_CODE, Verdict.MISSING}
-    assert {r.grade.rule for r in records} == {"orgeval-exact@1"}
+    assert {r.grade.rule for r in records} == {"orgeval-exact@2"}
     assert [b.rule for b in RunStore(result.run_dir).read_manifest().settings.benchmarks] == [
-        "orgeval-exact@1"
+        "orgeval-exact@2"
     ]
 
 

@@ -1,6 +1,9 @@
 """The HTML report in a real browser: headless Debian Chromium loads it from disk, renders it
 without console errors or network requests, draws the charts, runs the drill-down filter, and
-takes a laptop-sized screenshot. ``TREX_REPORT_SCREENSHOTS=DIR`` keeps the PNGs for a look."""
+takes a laptop-sized screenshot. A second page adds a run with a long run id (what ``-o`` names
+it), in a 1400-px window: every element id is unique, no table is wider than the page (none needs
+its horizontal scroll bar), and every chart label is shown whole inside its chart.
+``TREX_REPORT_SCREENSHOTS=DIR`` keeps the PNGs for a look."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from trex_eval.report import RunResults, load_published, load_run, shipped_publi
 pytestmark = pytest.mark.browser
 
 WINDOW = (1366, 900)
+WIDE_WINDOW = (1400, 900)
+LONG_RUN_ID = "qwen2.5-coder-1.5b-instruct-q4-trex-compat-20261207-041500-9f3a"
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +147,69 @@ def test_a_problem_id_in_a_transition_table_opens_its_drill_down(
     assert opened[1:] == [True, True, True], opened
     time.sleep(0.5)
     assert browser.errors() == []
+
+
+@pytest.fixture(scope="module")
+def long_id_page(
+    broken: RunResults,
+    reference: RunResults,
+    compat_dir: Path,
+    runs_root: Path,
+    data_dir: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[HeadlessChromium]:
+    if chromium_executable() is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    # Displayed like compat_dir's run ("reference · trex-compat"): both labels carry the run id.
+    long_dir = pr.reference_run(runs_root / LONG_RUN_ID, data_dir, protocol="trex-compat")
+    path = tmp_path_factory.mktemp("html-long") / "report.html"
+    write_html_report(path, [broken, reference, load_run(compat_dir), load_run(long_dir)], baseline=0)
+    with HeadlessChromium(window=WIDE_WINDOW) as instance:
+        instance.load(path.as_uri())
+        yield instance
+
+
+def test_every_element_id_is_unique(
+    browser: HeadlessChromium, page: Path, long_id_page: HeadlessChromium
+) -> None:
+    repeated = """(() => { const seen = {};
+      document.querySelectorAll("[id]").forEach((node) => { seen[node.id] = (seen[node.id] || 0) + 1; });
+      return Object.keys(seen).filter((id) => seen[id] > 1); })()"""
+    for shown in (browser, long_id_page):
+        assert shown.evaluate(repeated) == []
+        assert shown.evaluate("document.querySelectorAll('[id]').length") > 10
+
+
+def test_no_table_needs_a_horizontal_scroll_bar_at_1400_px(long_id_page: HeadlessChromium) -> None:
+    too_wide = long_id_page.evaluate(
+        """[...document.querySelectorAll("table")]
+          .filter((table) => table.scrollWidth > table.parentElement.clientWidth)
+          .map((table) => [table.closest("section").id, table.scrollWidth,
+                           table.parentElement.clientWidth])"""
+    )
+    assert too_wide == []
+    assert long_id_page.evaluate("document.documentElement.scrollWidth") <= WIDE_WINDOW[0]
+    # The long id is in the leaderboard, whole (wrapped inside its cell, not cut).
+    models = long_id_page.evaluate(
+        "[...document.querySelectorAll('table.leaderboard td.model')].map((cell) => cell.textContent)"
+    )
+    assert any(LONG_RUN_ID in model for model in models), models
+    keep = os.environ.get("TREX_REPORT_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        (Path(keep) / "report-long-ids-full.png").write_bytes(long_id_page.screenshot(full_page=True))
+
+
+def test_chart_labels_are_shown_whole_inside_their_charts(long_id_page: HeadlessChromium) -> None:
+    labels = long_id_page.evaluate(
+        """[...document.querySelectorAll("svg.chart text.label")].map((text) => {
+          const box = text.getBBox();
+          const shown = [...text.querySelectorAll("tspan")].map((span) => span.textContent).join("");
+          return {label: text.querySelector("title").textContent, shown: shown, left: box.x,
+                  right: box.x + box.width, labelColumn: text.querySelector("tspan").x.baseVal[0].value};
+        })"""
+    )
+    assert any(LONG_RUN_ID in label["label"] for label in labels)
+    for label in labels:
+        assert label["shown"] == label["label"], label  # nothing cut off or replaced by an ellipsis
+        assert label["left"] >= 0 and label["right"] <= label["labelColumn"] + 1, label  # not clipped

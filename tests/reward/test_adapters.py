@@ -117,11 +117,11 @@ def test_verl_compute_score_and_batch_form_load_from_the_file(rows: list[Problem
         **reward_kwargs,
     )
 
-    assert one == {"score": 1.0, "correct": 1.0}
+    assert one == {"score": 1.0, "correct": 1.0, "graded": 1.0}
     assert many == [
-        {"score": 1.0, "correct": 1.0},
-        {"score": 0.0, "correct": 0.0},
-        {"score": 1.0, "correct": 1.0},
+        {"score": 1.0, "correct": 1.0, "graded": 1.0},
+        {"score": 0.0, "correct": 0.0, "graded": 1.0},
+        {"score": 1.0, "correct": 1.0, "graded": 1.0},
     ]
     with pytest.raises(ConfigError, match="already scores"):
         compute_score(data_source="x", solution_str=LP, ground_truth="11", policy="staged", **reward_kwargs)

@@ -140,7 +140,7 @@ def test_openrlhf_remote_reward_protocol(server: Server) -> None:
     assert answer.json() == {
         "rewards": [1.0, 0.0],
         "scores": [1.0, 0.0],
-        "extra_logs": {"correct": [1.0, 0.0]},
+        "extra_logs": {"correct": [1.0, 0.0], "graded": [1.0, 1.0]},
     }
 
 
@@ -180,6 +180,8 @@ def test_a_full_house_answers_429_and_health_and_metrics_report_it(server: Serve
 
     assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
     assert health["status"] == "ok" and health["pending"] == 12 and health["policy"] == "binary@1"
+    # Started with the default isolation: bubblewrap or nothing (tests/reward/test_isolation_floor.py).
+    assert health["isolation"] == "bwrap"
     metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
     assert 'trex_reward_requests_total{outcome="busy"}' in metrics
     assert re.search(r'trex_reward_rollouts_total\{verdict="correct"\} \d+', metrics)
@@ -200,7 +202,7 @@ def test_the_deadline_is_kept(server: Server) -> None:
 
     assert answer.status_code == 200 and elapsed < 5.0
     slow, quick = answer.json()["records"]
-    assert slow["verdict"] == "not_run" and slow["reward"] == 0.0 and "deadline" in slow["reason"]
+    assert slow["verdict"] == "not_run" and slow["reward"] is None and "deadline" in slow["reason"]
     assert quick["verdict"] == "correct"
 
 

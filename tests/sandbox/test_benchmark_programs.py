@@ -14,6 +14,7 @@ import pytest
 
 from trex_eval.records import ExecStatus, SolveStatus
 from trex_eval.sandbox import Job, SandboxPool
+from trex_eval.verify import verify_last_solve
 
 GOLDEN = {"BENCH4OPT_2": 531.1536797183472, "BENCH4OPT_4": 2557441.83620435}
 
@@ -34,7 +35,7 @@ def _job(data_dir: Path, item: str, *, optimize: bool) -> Job:
 def test_reference_code_with_optimize_reaches_the_golden_optimum(
     pool: SandboxPool, data_dir: Path, item: str
 ) -> None:
-    execution = pool.run(_job(data_dir, item, optimize=True))
+    execution = verify_last_solve(pool.run(_job(data_dir, item, optimize=True)))  # as grading does
 
     assert execution.status is ExecStatus.OK, execution.detail
     solve = execution.solves[-1]

@@ -59,7 +59,7 @@ print("FOUND", json.dumps(sorted(found)))
 
 @pytest.fixture(scope="module")
 def one_worker() -> Iterator[SandboxPool]:
-    with SandboxPool(workers=1, verify=False, limits=SandboxLimits(wall_s=60.0, cpu_s=60.0)) as pool:
+    with SandboxPool(workers=1, limits=SandboxLimits(wall_s=60.0, cpu_s=60.0)) as pool:
         yield pool
 
 

@@ -42,7 +42,7 @@ print("DONE", spins > 0)
 
 
 def _pool(*, cgroups: bool, limits: SandboxLimits) -> SandboxPool:
-    return SandboxPool(workers=2, verify=False, limits=limits, cgroups=cgroups)
+    return SandboxPool(workers=2, limits=limits, cgroups=cgroups)
 
 
 @pytest.mark.parametrize("cgroups", [True, False], ids=["cgroups", "charging"])
@@ -69,7 +69,7 @@ def test_a_fork_bomb_of_spinners_does_not_time_out_its_neighbour(cgroups: bool) 
 def test_a_job_is_charged_the_cpu_of_all_its_processes() -> None:
     """``RLIMIT_CPU`` is per process: 63 spinners each under the limit took 63 times it."""
     limits = SandboxLimits(wall_s=60.0, cpu_s=2.0, max_processes=80)
-    with SandboxPool(workers=1, verify=False, limits=limits) as pool:
+    with SandboxPool(workers=1, limits=limits) as pool:
         started = time.monotonic()
         execution = pool.run(Job(code=HOG, expect="any"))
         elapsed = time.monotonic() - started

@@ -32,7 +32,7 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.sandbox import Job, SandboxLimits, SandboxPool
-from trex_eval.sandbox.verify import verify_last_solve
+from trex_eval.verify import verify_last_solve
 
 PROBLEM = "BENCH4OPT_132"
 
@@ -61,7 +61,7 @@ def _no_reference_models(_: object) -> LinearModel:
 def grading_pool() -> Iterator[SandboxPool]:
     """A pool that leaves verification to the grading step, with a 1 MiB record budget."""
     limits = SandboxLimits(wall_s=30.0, cpu_s=30.0, record_mib=1)
-    with SandboxPool(limits=limits, workers=2, verify=False, highs_package=STAND_IN) as started:
+    with SandboxPool(limits=limits, workers=2, highs_package=STAND_IN) as started:
         yield started
 
 

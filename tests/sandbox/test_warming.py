@@ -31,7 +31,7 @@ result = mathopt.solve(model, mathopt.SolverType.GLOP)
 
 @pytest.fixture(scope="module")
 def one_worker() -> Iterator[SandboxPool]:
-    with SandboxPool(workers=1, verify=False) as started:
+    with SandboxPool(workers=1) as started:
         yield started
 
 

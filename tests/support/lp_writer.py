@@ -1,6 +1,6 @@
 """Write a :class:`~trex_eval.records.LinearModel` as an LP file in Gurobi's dialect.
 
-The text reads back, with :func:`~trex_eval.grading.lp.parse_lp` or ``gurobipy.read()``, into the same
+The text reads back, with :func:`~trex_eval.lp.parse_lp` or ``gurobipy.read()``, into the same
 model: ``parse_lp(write_lp(m)) == m`` for every model ``parse_lp`` produces. To get there:
 
 * every variable is listed in the objective in model order (``0 x`` when its coefficient is
@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator
 
 from trex_eval.errors import GradingError
-from trex_eval.grading.lp.senses import row_sense
+from trex_eval.lp.senses import row_sense
 from trex_eval.records import LinearModel
 
 _LINE_WIDTH = 100

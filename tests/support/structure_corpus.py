@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from lp_writer import write_lp
 from structure_perturb import perturb
 
-from trex_eval.grading.lp import parse_lp
+from trex_eval.lp import parse_lp
 from trex_eval.records import LinearModel, QuadraticConstraint
 
 EQUIVALENT = ("reordered", "rows_scaled", "rows_flipped", "bounds_folded", "objective_negated", "all_at_once")

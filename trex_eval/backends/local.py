@@ -30,6 +30,7 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from trex_eval import waits
 from trex_eval.backends.base import Backend, BackendSpec
 from trex_eval.backends.model_files import (
     LocalModel,
@@ -147,7 +148,8 @@ class LocalBackend(ServedBackend):
         }
         try:
             async with httpx.AsyncClient(timeout=_WARMUP_TIMEOUT_S, trust_env=False) as client:
-                response = await client.post(f"{server.base_url}/v1/chat/completions", json=body)
+                with waits.waiting("the llama.cpp server's warm-up reply"):
+                    response = await client.post(f"{server.base_url}/v1/chat/completions", json=body)
         except httpx.HTTPError as error:
             raise BackendError(
                 f"warm-up request to the llama.cpp server failed: {type(error).__name__}: {error}",

@@ -4,8 +4,8 @@ Serves vLLM and SGLang servers, llama.cpp's server, OpenAI and DeepSeek alike. T
 ``local`` backends start a server and then delegate every request to :class:`OpenAICompatBackend`,
 passing the server's address as ``base_url``.
 
-Why plain ``httpx`` and not the ``openai`` SDK: measured and argued in docs/architecture.md
-("Model backends"); the retry contract below *is* this module's job.
+Why plain ``httpx``, not the ``openai`` SDK: docs/architecture.md ("Model backends"). Waits (for a
+slot, a reply, a back-off) are told to the run's progress through :mod:`trex_eval.waits`.
 
 Retry contract (per sample):
 
@@ -66,6 +66,7 @@ from typing import Any
 
 import httpx
 
+from trex_eval import waits
 from trex_eval._version import __version__
 from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
 from trex_eval.backends.endpoints import Endpoint, EndpointPool, is_loopback, split_base_urls
@@ -249,20 +250,21 @@ class OpenAICompatBackend:
 
         async def attempt() -> Reply | Failure:
             self._raise_if_unauthorised()
-            async with slots:
+            async with waits.holding(slots, "a free request slot (option concurrency)"):
                 # Chosen once a slot is free, so that the in-flight counts are current.
                 target = self._pool.pick()
                 used.append(target)
                 target.outstanding += 1
                 started = time.perf_counter()
                 try:
-                    exchanged = await self._exchange(
-                        client,
-                        "POST",
-                        endpoint(target.root, "chat/completions"),
-                        body=body,
-                        timeout_s=timeout_s,
-                    )
+                    with waits.waiting(f"a model reply from {target.public}"):
+                        exchanged = await self._exchange(
+                            client,
+                            "POST",
+                            endpoint(target.root, "chat/completions"),
+                            body=body,
+                            timeout_s=timeout_s,
+                        )
                 finally:
                     target.outstanding -= 1
                 latencies.append(time.perf_counter() - started)
@@ -412,7 +414,8 @@ class OpenAICompatBackend:
 
         async def one(index: int, target: Endpoint) -> None:
             url = endpoint(target.root, "models")
-            outcome = await self._exchange(client, "GET", url, body=None, timeout_s=timeout_s)
+            with waits.waiting(f"the model server at {target.public} to answer GET /models"):
+                outcome = await self._exchange(client, "GET", url, body=None, timeout_s=timeout_s)
             if isinstance(outcome, httpx.Response) and not outcome.is_success:
                 outcome = status_failure(outcome, secret=self._api_key)
             answers[index] = outcome

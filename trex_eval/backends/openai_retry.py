@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from trex_eval import waits
+
 _T = TypeVar("_T")
 
 _RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -94,5 +96,17 @@ async def with_retries(
         if not isinstance(outcome, Failure) or not outcome.retryable or number > policy.max_retries:
             return outcome, number
         if not outcome.failover:
-            await asyncio.sleep(policy.delay_s(number, retry_after_s=outcome.retry_after_s, rng=rng))
+            delay_s = policy.delay_s(number, retry_after_s=outcome.retry_after_s, rng=rng)
+            with waits.waiting(f"a retry back-off after {cause(outcome)}", for_s=delay_s):
+                await asyncio.sleep(delay_s)
         number += 1
+
+
+def cause(failure: Failure) -> str:
+    """A short, harness-worded name of why an attempt failed, for progress lines: ``HTTP 503``,
+    ``connection error: ConnectError``, ``no response within 60 s`` (never the server's text)."""
+    if failure.status is not None:
+        return f"HTTP {failure.status}"
+    head, _, rest = failure.reason.partition(": ")
+    # "connection error: ConnectError: <message>": the exception's type, not its message.
+    return f"{head}: {rest.partition(':')[0]}" if head == "connection error" and rest else head

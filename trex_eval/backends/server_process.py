@@ -31,6 +31,7 @@ from pathlib import Path
 
 import httpx
 
+from trex_eval import waits
 from trex_eval.errors import BackendError
 
 LOOPBACK = "127.0.0.1"
@@ -138,7 +139,8 @@ class ServerProcess:
         _LIVE.add(self)
         _register_exit_hook()
         try:
-            await self._wait_ready()
+            with waits.waiting(f"the {self.launch.label} to start (log: {self.log_path})"):
+                await self._wait_ready()
         except BaseException:
             await self.stop()
             raise

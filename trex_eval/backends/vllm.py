@@ -220,22 +220,7 @@ def plan_serve(
     dp = options.data_parallel_size
     pp = options.pipeline_parallel_size or (options.nodes if multi_node else None)
     executor = options.distributed_executor_backend or ("ray" if multi_node else None)
-    tp = options.tensor_parallel_size
-    problem: str | None = None
-    if tp is not None:
-        why = "tensor_parallel_size set in options"
-    elif not options.large:
-        why = "vLLM's default (the preset is not marked large)"
-    elif gpus.count == 0:
-        why = "vLLM's default: no GPU visible"
-    else:
-        # Pipeline stages share this node's GPUs unless they are spread over nodes.
-        split = (dp or 1) * (1 if multi_node else (pp or 1))
-        tp = gpus.count // split
-        why = f"{gpus.count} visible GPU(s) ({gpus.source})" + (f" / {split}" if split > 1 else "")
-        if tp < 1:
-            problem = f"data x pipeline parallel = {split} needs at least {split} GPUs"
-            tp = None
+    tp, why, problem = _tensor_parallel(options, gpus, dp=dp, pp=pp, multi_node=multi_node)
     per_node = (tp or 1) * (dp or 1) * (1 if multi_node else (pp or 1))
     if problem is None and gpus.count and per_node > gpus.count:
         problem = f"the layout needs {per_node} GPUs on this node but {gpus.count} are visible"
@@ -290,6 +275,27 @@ def plan_serve(
         problem=problem,
         ray_recipe=recipe,
     )
+
+
+def _tensor_parallel(
+    options: VLLMOptions, gpus: gpu_probe.VisibleGPUs, *, dp: int | None, pp: int | None, multi_node: bool
+) -> tuple[int | None, str, str | None]:
+    """The tensor-parallel size (``None``: vLLM's default), why it is that, and the problem with
+    the layout (``None``: none). Set in ``options`` it is kept; a large preset takes the visible
+    GPUs, divided among the data-parallel replicas and this node's pipeline stages."""
+    if options.tensor_parallel_size is not None:
+        return options.tensor_parallel_size, "tensor_parallel_size set in options", None
+    if not options.large:
+        return None, "vLLM's default (the preset is not marked large)", None
+    if gpus.count == 0:
+        return None, "vLLM's default: no GPU visible", None
+    # Pipeline stages share this node's GPUs unless they are spread over nodes.
+    split = (dp or 1) * (1 if multi_node else (pp or 1))
+    tp = gpus.count // split
+    why = f"{gpus.count} visible GPU(s) ({gpus.source})" + (f" / {split}" if split > 1 else "")
+    if tp < 1:
+        return None, why, f"data x pipeline parallel = {split} needs at least {split} GPUs"
+    return tp, why, None
 
 
 RAY_PORT = 6379

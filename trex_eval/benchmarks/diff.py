@@ -2,28 +2,52 @@
 
 Problems are matched by id when both versions have ids of the same kind (every id of one found
 among the other's, and most id pairs share their text), else by whitespace-normalised question
-text. Problems left unmatched are then aligned in file order, between text-matched anchors: inside a
-block, an unmatched pair whose questions are similar enough (ratio >= ``similarity``)
-is the same problem reworded; then any still-unmatched problem of A is paired with the most
-similar unmatched one of B above the threshold (versions that moved a reworded problem to the
-end). What remains is removed (only in A) or added (only in B). A matched pair whose references
-differ is relabelled. Pure: it compares two loaded benchmarks.
+text (a hash lookup). Problems left unmatched are then aligned in file order, between text-matched
+anchors: inside a block, an unmatched pair whose questions are similar enough (difflib ratio >=
+``similarity``) is the same problem reworded; then any still-unmatched problem of A is paired with
+the most similar unmatched one of B above the threshold (versions that moved a reworded problem to
+the end). What remains is removed (only in A) or added (only in B). A matched pair whose
+references differ is relabelled. Pure: it compares two loaded benchmarks.
+
+The similarity pairing is bounded. The exact ratio (quadratic in the questions' lengths, tens of
+milliseconds for IndustryOR's) is computed only for pairs whose upper bounds (difflib's
+``real_quick_ratio`` and ``quick_ratio``) reach the threshold and, among more than
+:data:`CANDIDATES` unmatched problems of a side, only for each problem's :data:`CANDIDATES` most
+word-alike ones (token-set Jaccard, and at least half the best one's): at most
+``CANDIDATES * (a + b)`` ratios per round instead of ``a * b``. A problem whose candidates were all
+taken is offered the next ones in another round. Identical questions score 1.0 without a ratio.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import heapq
 import itertools
 import math
+import re
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from trex_eval.benchmarks.loading import Benchmark
 from trex_eval.records import ObjectiveReference, Problem, StructureReference
 
 SIMILARITY = 0.5
 """Default: questions at least this similar (difflib ratio) are one problem reworded."""
+
+CANDIDATES = 2
+"""Among more unmatched problems than this, each problem is scored (exact ratio) against at most
+this many of the other side: its most word-alike ones."""
+
+_ALIKE = 0.8
+"""A candidate's token-set Jaccard must be at least this fraction of the problem's best one."""
+
+Progress = Callable[[int, int], None]
+"""Called with (ratios computed, ratios planned so far) as the similarity scoring proceeds; the
+planned count grows by round."""
+
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -103,36 +127,40 @@ def same_reference(a: Problem, b: Problem, *, rel_tol: float = 1e-9) -> bool:
     return math.isclose(ra.value, rb.value, rel_tol=rel_tol, abs_tol=rel_tol)
 
 
-def diff(a: Benchmark, b: Benchmark, *, similarity: float = SIMILARITY) -> BenchmarkDiff:
-    """Compare version ``a`` with version ``b`` (see the module docstring)."""
+def diff(
+    a: Benchmark, b: Benchmark, *, similarity: float = SIMILARITY, progress: Progress | None = None
+) -> BenchmarkDiff:
+    """Compare version ``a`` with version ``b`` (see the module docstring); ``progress`` is told
+    how the similarity scoring proceeds (the part that takes seconds on long questions)."""
     pa, pb = list(a.problems), list(b.problems)
+    scorer = _Scorer([normalise(p.question) for p in pa], [normalise(p.question) for p in pb], progress)
     by_id = _ids_comparable(a, b)
     pairs: dict[int, tuple[int, float]] = {}
     if by_id:
         index_b = {p.id: j for j, p in enumerate(pb)}
-        for i, problem in enumerate(pa):
-            if problem.id in index_b:
-                j = index_b[problem.id]
-                pairs[i] = (j, _ratio(problem, pb[j]))
+        id_pairs = [(i, index_b[p.id]) for i, p in enumerate(pa) if p.id in index_b]
         # Ids that do not name the same problems (two copies numbered in different orders):
         # most id pairs then share little text, and the text is the better key.
-        if pairs and statistics.median(ratio for _, ratio in pairs.values()) < similarity:
-            by_id, pairs = False, {}
+        ratios = _ratios_unless_mostly_below(scorer, id_pairs, similarity)
+        if ratios is None:
+            by_id = False
+        else:
+            pairs = {i: (j, ratio) for (i, j), ratio in zip(id_pairs, ratios, strict=True)}
     if not by_id:
         texts_b: dict[str, list[int]] = {}
-        for j, problem in enumerate(pb):
-            texts_b.setdefault(normalise(problem.question), []).append(j)
-        for i, problem in enumerate(pa):
-            candidates = texts_b.get(normalise(problem.question))
+        for j, text in enumerate(scorer.texts_b):
+            texts_b.setdefault(text, []).append(j)
+        for i, text in enumerate(scorer.texts_a):
+            candidates = texts_b.get(text)
             if candidates:
                 pairs[i] = (candidates.pop(0), 1.0)
-        _pair_reworded(pa, pb, pairs, similarity)
+        _pair_reworded(scorer, pairs, similarity)
     matched_b = {j for j, _ in pairs.values()}
     result = tuple(
         Pair(
             a=pa[i],
             b=pb[j],
-            reworded=normalise(pa[i].question) != normalise(pb[j].question),
+            reworded=scorer.texts_a[i] != scorer.texts_b[j],
             relabelled=not same_reference(pa[i], pb[j]),
             similarity=ratio,
         )
@@ -156,58 +184,182 @@ def _ids_comparable(a: Benchmark, b: Benchmark) -> bool:
     return ids_a <= ids_b or ids_b <= ids_a
 
 
-def _ratio(a: Problem, b: Problem) -> float:
-    return difflib.SequenceMatcher(None, normalise(a.question), normalise(b.question), autojunk=False).ratio()
+@dataclass
+class _Scorer:
+    """The exact ratios of question pairs (A's text first, as ``SequenceMatcher(None, a, b)``),
+    each computed once, and the cheap measures that decide which are worth computing."""
+
+    texts_a: list[str]
+    texts_b: list[str]
+    progress: Progress | None
+    done: int = 0
+    planned: int = 0
+    _ratios: dict[tuple[int, int], float] = field(default_factory=dict)
+    _matchers: dict[int, difflib.SequenceMatcher[str]] = field(default_factory=dict)
+    _words: dict[tuple[str, int], frozenset[str]] = field(default_factory=dict)
+    offered: set[tuple[int, int]] = field(default_factory=set)
+    """Pairs already offered as candidates (a later round offers others)."""
+
+    def _matcher(self, i: int, j: int) -> difflib.SequenceMatcher[str]:
+        # seq2 is the side SequenceMatcher indexes: set once per B question, reused for every A.
+        matcher = self._matchers.get(j)
+        if matcher is None:
+            matcher = self._matchers[j] = difflib.SequenceMatcher(None, autojunk=False)
+            matcher.set_seq2(self.texts_b[j])
+        matcher.set_seq1(self.texts_a[i])
+        return matcher
+
+    def ratio(self, i: int, j: int) -> float:
+        """The exact ratio (1.0 for identical questions, without computing it)."""
+        if (i, j) not in self._ratios:
+            if self.texts_a[i] == self.texts_b[j]:
+                self._ratios[i, j] = 1.0
+            else:
+                self._ratios[i, j] = self._matcher(i, j).ratio()
+                self.done += 1
+                if self.progress is not None:
+                    self.progress(self.done, max(self.planned, self.done))
+        return self._ratios[i, j]
+
+    def known(self, i: int, j: int) -> bool:
+        """Whether the pair needs no more exact ratio (computed, or identical questions)."""
+        return (i, j) in self._ratios or self.texts_a[i] == self.texts_b[j]
+
+    def below(self, i: int, j: int, similarity: float) -> bool:
+        """Whether the ratio is certainly under ``similarity``, without computing one."""
+        if self.known(i, j):
+            return self.ratio(i, j) < similarity
+        return self.below_by_bounds(i, j, similarity)
+
+    def below_by_bounds(self, i: int, j: int, similarity: float) -> bool:
+        """Whether the quick ratios, which bound the ratio from above, are under ``similarity``:
+        such a pair needs no exact (quadratic) ratio."""
+        matcher = self._matcher(i, j)
+        return matcher.real_quick_ratio() < similarity or matcher.quick_ratio() < similarity
+
+    def words(self, side: str, k: int) -> frozenset[str]:
+        if (side, k) not in self._words:
+            text = self.texts_a[k] if side == "a" else self.texts_b[k]
+            self._words[side, k] = frozenset(_WORD.findall(text.casefold()))
+        return self._words[side, k]
+
+    def jaccard(self, i: int, j: int) -> float:
+        wa, wb = self.words("a", i), self.words("b", j)
+        union = len(wa | wb)
+        return len(wa & wb) / union if union else 1.0
 
 
-def _pair_reworded(
-    pa: Sequence[Problem], pb: Sequence[Problem], pairs: dict[int, tuple[int, float]], similarity: float
-) -> None:
+def _ratios_unless_mostly_below(
+    scorer: _Scorer, id_pairs: Sequence[tuple[int, int]], similarity: float
+) -> list[float] | None:
+    """The ratio of every id pair, or ``None`` when their median is under ``similarity``.
+
+    Pairs certainly under the threshold (by their quick bounds, then by their exact ratio) are
+    counted as they are found: once more than half are, the median is under it, and the rest
+    need no exact ratio.
+    """
+    must_be_under = len(id_pairs) // 2 + 1
+    certain = [scorer.below(i, j, similarity) for i, j in id_pairs]
+    under = sum(certain)
+    scorer.planned += len(id_pairs) - under
+    for (i, j), known_under in zip(id_pairs, certain, strict=True):
+        if under >= must_be_under:
+            return None
+        if not known_under and scorer.ratio(i, j) < similarity:
+            under += 1
+    if under >= must_be_under:
+        return None
+    scorer.planned += sum(certain)
+    ratios = [scorer.ratio(i, j) for i, j in id_pairs]
+    return ratios if not ratios or statistics.median(ratios) >= similarity else None
+
+
+def _pair_reworded(scorer: _Scorer, pairs: dict[int, tuple[int, float]], similarity: float) -> None:
     """Pair unmatched problems whose questions are similar: first in file order, then anywhere."""
-    free_a = [i for i in range(len(pa)) if i not in pairs]
+    free_a = [i for i in range(len(scorer.texts_a)) if i not in pairs]
     taken_b = {j for j, _ in pairs.values()}
-    free_b = [j for j in range(len(pb)) if j not in taken_b]
+    free_b = [j for j in range(len(scorer.texts_b)) if j not in taken_b]
     # In file order: between two text-matched anchors, the unmatched rows of A and B are aligned.
     anchors = sorted((i, j) for i, (j, _) in pairs.items())
-    bounds = [(-1, -1), *anchors, (len(pa), len(pb))]
+    bounds = [(-1, -1), *anchors, (len(scorer.texts_a), len(scorer.texts_b))]
     for (i0, j0), (i1, j1) in itertools.pairwise(bounds):
         block_a = [i for i in free_a if i0 < i < i1 and i not in pairs]
         block_b = [j for j in free_b if j0 < j < j1 and j not in taken_b]
-        _greedy(pa, pb, block_a, block_b, pairs, taken_b, similarity)
+        _greedy(scorer, block_a, block_b, pairs, taken_b, similarity)
     rest_a = [i for i in free_a if i not in pairs]
     rest_b = [j for j in free_b if j not in taken_b]
-    _greedy(pa, pb, rest_a, rest_b, pairs, taken_b, similarity)
+    _greedy(scorer, rest_a, rest_b, pairs, taken_b, similarity)
 
 
 def _greedy(
-    pa: Sequence[Problem],
-    pb: Sequence[Problem],
+    scorer: _Scorer,
     block_a: Sequence[int],
     block_b: Sequence[int],
     pairs: dict[int, tuple[int, float]],
     taken_b: set[int],
     similarity: float,
 ) -> None:
-    texts_a = {i: normalise(pa[i].question) for i in block_a}
-    candidates: list[tuple[float, int, int]] = []
-    for j in block_b:
-        # seq2 is the side SequenceMatcher indexes: set once per B question, reused for every A.
-        matcher = difflib.SequenceMatcher(None, autojunk=False)
-        matcher.set_seq2(normalise(pb[j].question))
-        for i in block_a:
-            matcher.set_seq1(texts_a[i])
-            # Both quick ratios bound ratio() from above: a pair they put under the threshold
-            # could never be chosen, so the exact (quadratic) ratio is computed only for the rest.
-            if matcher.real_quick_ratio() < similarity or matcher.quick_ratio() < similarity:
-                continue
-            ratio = matcher.ratio()
-            if ratio >= similarity:
-                candidates.append((ratio, i, j))
-    for ratio, i, j in sorted(candidates, key=lambda item: (-item[0], item[1], item[2])):
-        if i in pairs or j in taken_b:
-            continue
-        pairs[i] = (j, ratio)
-        taken_b.add(j)
+    """Pair the most similar questions first, in rounds. A round scores its problems'
+    candidates and pairs greedily; a problem left free whose candidate another took is offered
+    its next candidates in another round, until one pairs nothing. With every pair a candidate
+    (small blocks) one round decides all."""
+    active_a, active_b = list(block_a), list(block_b)
+    while active_a or active_b:
+        free_a = [i for i in block_a if i not in pairs]
+        free_b = [j for j in block_b if j not in taken_b]
+        chosen = _candidates(
+            scorer,
+            [i for i in active_a if i not in pairs],
+            [j for j in active_b if j not in taken_b],
+            free_a,
+            free_b,
+        )
+        scored = [(scorer.ratio(i, j), i, j) for i, j in chosen if not scorer.below(i, j, similarity)]
+        for ratio, i, j in sorted(scored, key=lambda item: (-item[0], item[1], item[2])):
+            if ratio >= similarity and i not in pairs and j not in taken_b:
+                pairs[i] = (j, ratio)
+                taken_b.add(j)
+        # Those left free whose candidate went to another problem try their next ones.
+        active_a = sorted({i for i, j in chosen if i not in pairs and j in taken_b})
+        active_b = sorted({j for i, j in chosen if j not in taken_b and i in pairs})
+
+
+def _candidates(
+    scorer: _Scorer,
+    sources_a: Sequence[int],
+    sources_b: Sequence[int],
+    free_a: Sequence[int],
+    free_b: Sequence[int],
+) -> list[tuple[int, int]]:
+    """The pairs worth an exact ratio, less those offered before: for each source problem, its
+    :data:`CANDIDATES` most word-alike free problems of the other side (all of them when that
+    few; see the module docstring)."""
+    chosen: set[tuple[int, int]] = set()
+    # At most the smaller side's count of pairs can form: a side more than twice as large
+    # (rows removed, or added, in bulk) does not choose, it is chosen from.
+    if len(free_a) > 2 * len(free_b):
+        sources_a = ()
+    elif len(free_b) > 2 * len(free_a):
+        sources_b = ()
+    for i in sources_a:
+        chosen.update((i, j) for j in _most_alike(free_b, functools.partial(scorer.jaccard, i)))
+    for j in sources_b:
+        chosen.update((i, j) for i in _most_alike(free_a, functools.partial(scorer.jaccard, j=j)))
+    # A pair offered before (in its block, or an earlier round) was decided then.
+    chosen -= scorer.offered
+    scorer.offered |= chosen
+    scorer.planned += sum(1 for pair in chosen if not scorer.known(*pair))
+    return sorted(chosen)
+
+
+def _most_alike(others: Sequence[int], score: Callable[[int], float]) -> list[int]:
+    """All of ``others`` when at most :data:`CANDIDATES`, else the :data:`CANDIDATES`
+    highest-scoring (ties: the earlier) less those under :data:`_ALIKE` times the best score."""
+    if len(others) <= CANDIDATES:
+        return list(others)
+    scores = {m: score(m) for m in others}
+    best = heapq.nsmallest(CANDIDATES, others, key=lambda m: (-scores[m], m))
+    return [m for m in best if scores[m] >= scores[best[0]] * _ALIKE]
 
 
 def render(result: BenchmarkDiff, *, show: int | None = None) -> str:

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from trex_eval import config
 from trex_eval.benchmarks import assets
 from trex_eval.benchmarks.problem_builder import ProblemBuilder, RowProblem
-from trex_eval.benchmarks.rows import read_problem_folders, read_rows
-from trex_eval.benchmarks.spec import (
-    BenchmarkSpec,
-)
+from trex_eval.benchmarks.rows import Row, read_problem_folders, read_rows
+from trex_eval.benchmarks.spec import BenchmarkSpec, known_keys
 from trex_eval.errors import BenchmarkError
 from trex_eval.files import load_yaml
 from trex_eval.records import Problem
@@ -130,16 +130,61 @@ def load_spec(path: Path) -> BenchmarkSpec:
     try:
         return BenchmarkSpec.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(str(part) for part in first["loc"])
-        line = _yaml_line(text, loc)
-        where = f"{path}:{line}" if line else str(path)
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise BenchmarkError(
-            f"field '{'.'.join(loc)}': {first['msg']}{more}",
-            where=where,
-            hint="see docs/byo-benchmark.md for the benchmark file schema",
-        ) from None
+        problems = _schema_problems(exc, text)
+    hint = "see docs/byo-benchmark.md for the benchmark file schema"
+    if len(problems) == 1:
+        ((line, message),) = problems
+        raise BenchmarkError(message, where=f"{path}:{line}" if line else str(path), hint=hint)
+    listed = "".join(
+        f"\n    {path}:{line}: {message}" if line else f"\n    {message}" for line, message in problems
+    )
+    raise BenchmarkError(
+        f"{len(problems)} problems in the benchmark file:{listed}", where=str(path), hint=hint
+    )
+
+
+def _schema_problems(exc: ValidationError, text: str) -> list[tuple[int | None, str]]:
+    """Every schema violation of a benchmark file as (line, message), in file order. An unknown
+    key is named with the key it most resembles; a required key it stands for (``questoin`` for
+    ``question``) is not reported missing as well."""
+    errors = [(tuple(str(part) for part in error["loc"]), error) for error in exc.errors()]
+    explained: set[tuple[str, ...]] = set()
+    messages: dict[tuple[str, ...], str] = {}
+    for loc, error in errors:
+        if error["type"] != "extra_forbidden":
+            continue
+        keys = known_keys(loc[:-1])
+        guess = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.6)
+        if guess:
+            explained.add((*loc[:-1], guess[0]))
+        known = f"did you mean '{guess[0]}'?" if guess else f"known here: {', '.join(keys) or 'none'}"
+        messages[loc] = f"unknown key '{'.'.join(loc)}' ({known})"
+    problems: list[tuple[int | None, str]] = []
+    for loc, error in errors:
+        if error["type"] == "missing" and loc in explained:
+            continue
+        message = messages.get(loc) or f"field '{'.'.join(loc)}': {_schema_message(error)}"
+        problems.append((_yaml_line(text, loc), message))
+    return sorted(problems, key=lambda problem: problem[0] or 0)
+
+
+def _schema_message(error: ErrorDetails) -> str:
+    if error["type"] == "missing":
+        return "required, missing"
+    given = error.get("input")
+    # A scalar the file holds is worth quoting (`objectiv`); a whole mapping is not.
+    scalar = isinstance(given, str | int | float | bool) and len(str(given)) <= 80
+    return f"{error['msg']} (got {given!r})" if scalar else error["msg"]
+
+
+def spec_location(spec_path: Path, keys: Sequence[str]) -> str:
+    """``file:line`` of the key at ``keys`` (``("grader", "rule")``) of a benchmark file, for
+    messages about a value the file holds; the file alone where it cannot be read or parsed."""
+    try:
+        line = _yaml_line(spec_path.read_text(encoding="utf-8"), keys)
+    except OSError:
+        line = None
+    return f"{spec_path}:{line}" if line else str(spec_path)
 
 
 def _yaml_line(text: str, loc: Sequence[str]) -> int | None:
@@ -224,12 +269,11 @@ def load_benchmark(
     base = _source_base(spec, spec_path, data_dir)
     source = (base / spec.source.path).resolve()
     if not source.exists():
-        hint = (
-            "run `trex-eval data pull` (it installs the pinned repositories too), or set TREX_SOURCES_DIR"
-            if spec.source.root == "source"
-            else "run `trex-eval data verify` to check the data directory, or fix source.path"
+        raise BenchmarkError(
+            f"source data not found: {source}",
+            where=f"{spec_location(spec_path, ('source', 'path'))}: source.path",
+            hint=_missing_source_hint(spec, spec_path=spec_path, source=source),
         )
-        raise BenchmarkError(f"source data not found: {source}", where=f"{spec_path}: source.path", hint=hint)
     loader = ProblemBuilder(spec, source_root=source if source.is_dir() else source.parent, data_dir=data_dir)
     if spec.source.layout == "folders":
         rows, read = read_problem_folders(
@@ -239,6 +283,29 @@ def load_benchmark(
             loader.remember(path)
     else:
         rows = read_rows(source, file_format=spec.source.format)
+    problems, errors, skipped = _problems(rows, loader, spec=spec)
+    if strict:
+        _refuse_bad_rows(spec, spec_path=spec_path, problems=problems, errors=errors)
+    digest = hashlib.sha256(spec_path.read_bytes())
+    for file_digest in loader.file_digests(source):
+        digest.update(file_digest.encode())
+    return Benchmark(
+        spec=spec,
+        problems=tuple(problems),
+        root=loader.source_root,
+        data_root=data_dir,
+        sha256=digest.hexdigest(),
+        spec_path=spec_path,
+        row_errors=tuple(errors),
+        skipped=tuple(skipped),
+    )
+
+
+def _problems(
+    rows: Sequence[Row], loader: ProblemBuilder, *, spec: BenchmarkSpec
+) -> tuple[list[Problem], list[RowError], list[RowError]]:
+    """The problems ``rows`` make, in order, the rows that make none and why (unreadable, a bad
+    field, a duplicate id), and the unlabelled rows left out (``labels.unlabelled: skip``)."""
     problems: list[Problem] = []
     errors: list[RowError] = []
     skipped: list[RowError] = []
@@ -262,31 +329,45 @@ def load_benchmark(
             continue
         seen[problem.id] = row.where
         problems.append(problem)
-    if strict:
-        if errors:
-            listed = "\n    ".join(str(e) for e in errors[:10])
-            raise BenchmarkError(
-                f"{len(errors)} bad rows in benchmark '{spec.name}':\n    {listed}", where=str(spec_path)
-            )
-        if spec.source.rows is not None and len(problems) != spec.source.rows:
-            raise BenchmarkError(
-                f"expected {spec.source.rows} rows, found {len(problems)}",
-                where=f"{spec_path}: source.rows",
-                hint="the data directory may be from another snapshot: run `trex-eval data verify`",
-            )
-    digest = hashlib.sha256(spec_path.read_bytes())
-    for file_digest in loader.file_digests(source):
-        digest.update(file_digest.encode())
-    return Benchmark(
-        spec=spec,
-        problems=tuple(problems),
-        root=loader.source_root,
-        data_root=data_dir,
-        sha256=digest.hexdigest(),
-        spec_path=spec_path,
-        row_errors=tuple(errors),
-        skipped=tuple(skipped),
-    )
+    return problems, errors, skipped
+
+
+def _refuse_bad_rows(
+    spec: BenchmarkSpec, *, spec_path: Path, problems: Sequence[Problem], errors: Sequence[RowError]
+) -> None:
+    """The strict load's checks: no bad row, and the row count the spec pins (if any).
+
+    Raises:
+        BenchmarkError: naming the first ten bad rows, or the count expected and found.
+    """
+    if errors:
+        listed = "\n    ".join(str(e) for e in errors[:10])
+        raise BenchmarkError(
+            f"{len(errors)} bad rows in benchmark '{spec.name}':\n    {listed}", where=str(spec_path)
+        )
+    if spec.source.rows is not None and len(problems) != spec.source.rows:
+        raise BenchmarkError(
+            f"expected {spec.source.rows} rows, found {len(problems)}",
+            where=f"{spec_path}: source.rows",
+            hint="the data directory may be from another snapshot: run `trex-eval data verify`",
+        )
+
+
+def _missing_source_hint(spec: BenchmarkSpec, *, spec_path: Path, source: Path) -> str:
+    """What to do about a missing source file: fetch the data where trex-eval ships it (a
+    shipped benchmark), else correct the path, with the files of that name-alike near it."""
+    if spec.source.root == "source":
+        return "run `trex-eval data pull` (it installs the pinned repositories too), or set TREX_SOURCES_DIR"
+    if spec_path.resolve().parent == assets.benchmarks_dir().resolve():
+        return "run `trex-eval data verify` to check the data directory (`trex-eval data pull` fetches it)"
+    base = "the YAML file's folder" if spec.source.root == "file" else "the data directory (root: data)"
+    relative = "" if Path(spec.source.path).is_absolute() else f"source.path is relative to {base}; "
+    folder = source.parent
+    # A bounded look: the folder may be a large data directory.
+    names = [p.name for p in itertools.islice(folder.iterdir(), 10_000)] if folder.is_dir() else []
+    near = difflib.get_close_matches(source.name, names, n=3, cutoff=0.6)
+    found = f" ({folder} holds {', '.join(near)})" if near else ""
+    return f"{relative}fix source.path in {spec_path.name} to name your data file{found}"
 
 
 def _source_base(spec: BenchmarkSpec, spec_path: Path, data_dir: Path | None) -> Path:

@@ -5,7 +5,8 @@ Data, not code: graders, rules and extractors are referred to by registered name
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
@@ -181,3 +182,24 @@ class BenchmarkSpec(_Spec):
         if not value or "/" in value or "\\" in value or value in (".", ".."):
             raise ValueError("must be a plain file name such as data.json (no folders)")
         return value
+
+
+def known_keys(section: Sequence[str]) -> tuple[str, ...]:
+    """The keys the mapping at ``section`` of a benchmark file accepts (``()``: the top level;
+    ``("fields",)``: the field mapping), in schema order. Empty where ``section`` is not a
+    section of the schema (an unknown key, or a free mapping such as ``source.folder_files``)."""
+    model: type[BaseModel] = BenchmarkSpec
+    for key in section:
+        field = model.model_fields.get(key)
+        nested = _model_in(field.annotation) if field is not None else None
+        if nested is None:
+            return ()
+        model = nested
+    return tuple(model.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The schema section an annotation holds (``LabelSpec``, ``TwinSpec | None``), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for arg in get_args(annotation) if (m := _model_in(arg)) is not None), None)

@@ -34,7 +34,8 @@ from trex_eval.benchmarks import (
     user_benchmarks_dir,
     user_spec_paths,
 )
-from trex_eval.errors import BenchmarkError
+from trex_eval.benchmarks.loading import spec_location
+from trex_eval.errors import BenchmarkError, ConfigError
 from trex_eval.prompting.render import UPSTREAM_SET, PromptRenderer
 from trex_eval.records import Prompt
 from trex_eval.store import atomic_write_text
@@ -103,7 +104,7 @@ def validate(
             where=str(spec_path),
             hint="check the field names under `fields:` against the data file",
         )
-    resolved = rules(spec.grader) if rules is not None else {}
+    resolved = _located_rules(rules, spec.grader, spec_path) if rules is not None else {}
     sets = [spec.prompt.default_set]
     if spec.prompt.upstream is not None and data_dir is not None:
         sets.insert(0, UPSTREAM_SET)
@@ -115,6 +116,28 @@ def validate(
     if spec.name in shipped_spec_paths() and spec_path.resolve() != shipped_spec_paths()[spec.name].resolve():
         notes.append(f"'{spec.name}' is also a shipped benchmark's name: results would not tell them apart")
     return ValidationReport(bench, source, resolved, prompts, tuple(notes))
+
+
+def _located_rules(rules: RuleResolver, grader: GraderSpec, spec_path: Path) -> Mapping[str, str]:
+    """``rules(grader)``, a bad rule's error located at the key of the file that names it.
+
+    Raises:
+        ConfigError: as ``rules`` does, with ``where`` the file, line and key (``grader.rule`` or
+            ``grader.compat_rule``).
+    """
+    try:
+        return rules(grader)
+    except ConfigError as exc:
+        key = "rule"
+        if grader.compat_rule is not None:
+            # Whether the block still fails without its compat_rule tells which key is bad.
+            try:
+                rules(grader.model_copy(update={"compat_rule": None}))
+                key = "compat_rule"
+            except ConfigError:
+                pass
+        where = f"{spec_location(spec_path, ('grader', key))}: grader.{key}"
+        raise ConfigError(exc.message, where=where, hint=exc.hint) from None
 
 
 def _source_path(spec: BenchmarkSpec, *, spec_path: Path, data_dir: Path | None) -> Path:

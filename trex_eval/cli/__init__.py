@@ -30,7 +30,7 @@ from trex_eval.cli import (
     serve_cmd,
 )
 from trex_eval.cli._common import describe_os_error, err, out
-from trex_eval.cli.finish import EXIT_USER_ERROR
+from trex_eval.cli.finish import EXIT_INTERRUPTED, EXIT_USER_ERROR, interruption_said
 from trex_eval.errors import TrexError
 
 app = typer.Typer(
@@ -117,6 +117,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         app()
+    except SystemExit as exit_:
+        # Ctrl-C before a command's work began (typer exits 130 without a word): say it.
+        if exit_.code == EXIT_INTERRUPTED and not interruption_said():
+            err.print("interrupted before anything was stored", markup=False, highlight=False)
+        raise
     except TrexError as exc:
         # The message is plain text: brackets in it (`pip install 'trex-eval[vllm]'`) are not markup.
         err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from trex_eval.cli._common import data_dir_or_pull, echo_text, out
+from trex_eval.cli.finish import print_isolation
 from trex_eval.cli.options import (
     DEFAULT_GUROBI,
     DEFAULT_WORKERS,
@@ -106,6 +107,7 @@ def audit(
     )
     for path in result.published:
         out.print(f"also written: {path}", highlight=False, soft_wrap=True)
+    print_isolation(result.run_dir)
 
 
 def _print_tables(result: AuditResult) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -47,7 +48,6 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
     from trex_eval.benchmarks.suites import ALL_SUITE, SUITE_TITLES, suites
     from trex_eval.prompting import render as prompting
     from trex_eval.protocols import DEFAULT_PROTOCOL, protocol_names
-    from trex_eval.protocols.plan import rules_by_protocol
 
     # The table shows the default protocol's rule; the first reproduced protocol's is a line below.
     other = next(name for name in protocol_names() if name != DEFAULT_PROTOCOL)
@@ -55,31 +55,7 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
     sets = prompting.prompt_set_names()
     shipped = benchmark.shipped_spec_paths()
     registered = {k: v for k, v in benchmark.user_spec_paths().items() if k not in shipped}
-    rows: dict[str, _ListRow] = {}
-    other_rules: dict[str, set[str]] = {}
-    for origin, paths in (("shipped", shipped), ("registered", registered)):
-        for name, path in paths.items():
-            try:
-                spec = benchmark.load_spec(path)
-                count = _row_count(name, spec, data_dir=root)
-            except TrexError as exc:
-                error = Text(f"unreadable: {exc.message}", style="red")
-                rows[name] = _ListRow(name, "-", "-", "-", "-", "-", error, origin, "")
-                continue
-            rules = rules_by_protocol(spec.grader)
-            other_rules.setdefault(_KIND[spec.grader.kind.value], set()).add(_unversioned(rules[other]))
-            available = [s for s in sets if s != prompting.UPSTREAM_SET or spec.prompt.upstream is not None]
-            rows[name] = _ListRow(
-                name,
-                spec.labels.version,
-                count,
-                _KIND[spec.grader.kind.value],
-                _unversioned(rules[DEFAULT_PROTOCOL]),
-                _short_licence(spec.licence),
-                _source_text(spec, path, origin=origin),
-                origin,
-                ", ".join(available),
-            )
+    rows, other_rules = _list_rows(shipped, registered, root=root, sets=sets, other=other)
     members = suites()
     grouped = {name for suite, names in members.items() if suite != ALL_SUITE for name in names}
     # The default suite first, then the others in name order.
@@ -107,7 +83,52 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
     under = ", ".join(f"{kinds[kind]} {' or '.join(sorted(names))}" for kind, names in other_rules.items())
     out.print(f"with --protocol {other}: {under}", highlight=False)
     out.print("rule versions and options: `trex-eval rules`", highlight=False)
-    # Prompt sets that every benchmark offers are one line; the extra ones (the upstream set) a line each.
+    _print_prompt_sets(rows, sets=sets)
+    if root is None:
+        err.print("(no data directory found: row counts are the expected ones; run `trex-eval data pull`)")
+
+
+def _list_rows(
+    shipped: dict[str, Path], registered: dict[str, Path], *, root: Path | None, sets: list[str], other: str
+) -> tuple[dict[str, _ListRow], dict[str, set[str]]]:
+    """The list's row of each benchmark (shipped, then registered; an unreadable spec's row says
+    why), and the rules the ``other`` protocol grades each kind (``obj``/``lp``) with."""
+    from trex_eval import benchmarks as benchmark
+    from trex_eval.prompting import render as prompting
+    from trex_eval.protocols import DEFAULT_PROTOCOL
+    from trex_eval.protocols.plan import rules_by_protocol
+
+    rows: dict[str, _ListRow] = {}
+    other_rules: dict[str, set[str]] = {}
+    for origin, paths in (("shipped", shipped), ("registered", registered)):
+        for name, path in paths.items():
+            try:
+                spec = benchmark.load_spec(path)
+                count = _row_count(name, spec, data_dir=root)
+            except TrexError as exc:
+                error = Text(f"unreadable: {exc.message}", style="red")
+                rows[name] = _ListRow(name, "-", "-", "-", "-", "-", error, origin, "")
+                continue
+            rules = rules_by_protocol(spec.grader)
+            other_rules.setdefault(_KIND[spec.grader.kind.value], set()).add(_unversioned(rules[other]))
+            available = [s for s in sets if s != prompting.UPSTREAM_SET or spec.prompt.upstream is not None]
+            rows[name] = _ListRow(
+                name,
+                spec.labels.version,
+                count,
+                _KIND[spec.grader.kind.value],
+                _unversioned(rules[DEFAULT_PROTOCOL]),
+                _short_licence(spec.licence),
+                _source_text(spec, path, origin=origin),
+                origin,
+                ", ".join(available),
+            )
+    return rows, other_rules
+
+
+def _print_prompt_sets(rows: dict[str, _ListRow], *, sets: list[str]) -> None:
+    """The prompt sets every benchmark offers, as one line; the extra ones (the upstream set) a
+    line each, naming the benchmarks that offer them."""
     offered = [set(row.prompt_sets.split(", ")) for row in rows.values() if row.prompt_sets]
     common = set.intersection(*offered) if offered else set()
     if common:
@@ -120,8 +141,6 @@ def benchmarks_list(data_dir: DataDirOption = None) -> None:
             by_sets.setdefault(more, []).append(row.name)
     for more, names in by_sets.items():
         out.print(f"also {more}: {', '.join(names)}", highlight=False)
-    if root is None:
-        err.print("(no data directory found: row counts are the expected ones; run `trex-eval data pull`)")
 
 
 @dataclass(frozen=True)
@@ -302,11 +321,33 @@ def benchmarks_diff(
             markup=False,
             highlight=False,
         )
-    result = diff(first, second, similarity=similarity)
+    result = diff(first, second, similarity=similarity, progress=_DiffProgress())
     echo_text(render(result, show=show))
     counts = result.counts()
     if counts["unchanged"] != counts["a"] or counts["unchanged"] != counts["b"]:
         raise typer.Exit(1)
+
+
+@dataclass
+class _DiffProgress:
+    """Lines on stderr while a diff scores similar questions, from ``after_s`` seconds on and at
+    most one every ``every_s`` (a quick diff prints none)."""
+
+    after_s: float = 3.0
+    every_s: float = 5.0
+    started: float = field(default_factory=time.monotonic)
+    shown: float = 0.0
+
+    def __call__(self, done: int, planned: int) -> None:
+        now = time.monotonic()
+        if now - self.started >= self.after_s and now - self.shown >= self.every_s:
+            self.shown = now
+            err.print(
+                f"benchmarks diff: {done} of {planned} question similarities computed so far "
+                f"({now - self.started:.0f} s)",
+                markup=False,
+                highlight=False,
+            )
 
 
 @app.command("validate")

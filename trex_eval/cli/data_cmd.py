@@ -14,54 +14,60 @@ from trex_eval.errors import TrexError
 app = typer.Typer(help="Download, locate and verify the benchmark data.", no_args_is_help=True)
 
 
+# The options of `data pull`.
+_DestOption = Annotated[
+    Optional[Path],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
+    typer.Option("--dest", help="Install the T-Rex data here instead of the user cache.", show_default=False),
+]
+_UrlOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--url",
+        help="SLAI-T-Rex archive URL override (a mirror of the pinned upstream archive); the field's "
+        "repositories take --mirror.",
+    ),
+]
+_SourcesDestOption = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--sources-dest",
+        help="Install the field's benchmark repositories here (one owner+name folder each). "
+        "Default: $TREX_SOURCES_DIR, else the user cache.",
+        show_default=False,
+    ),
+]
+_MirrorOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--mirror",
+        help="Fetch the field's repositories from MIRROR/<owner>/<name>/tar.gz/<commit> "
+        "(http://, https:// or file://) instead of GitHub.",
+        show_default=False,
+    ),
+]
+_SourcesOption = Annotated[
+    bool,
+    typer.Option(
+        "--sources/--no-sources",
+        help="Also fetch the field's benchmarks (MAMO, IndustryOR, OptMATH, ...), each repository at "
+        "its pinned commit.",
+    ),
+]
+_TrexOption = Annotated[
+    bool, typer.Option("--trex/--no-trex", help="Fetch the SLAI-T-Rex data (the default suite).")
+]
+_ForceOption = Annotated[bool, typer.Option("--force", help="Re-download even if a verified copy exists.")]
+
+
 @app.command("pull")
 def data_pull(
-    dest: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--dest", help="Install the T-Rex data here instead of the user cache.", show_default=False
-        ),
-    ] = None,
-    url: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--url",
-            help="SLAI-T-Rex archive URL override (a mirror of the pinned upstream archive); the field's "
-            "repositories take --mirror.",
-        ),
-    ] = None,
-    sources_dest: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--sources-dest",
-            help="Install the field's benchmark repositories here (one owner+name folder each). "
-            "Default: $TREX_SOURCES_DIR, else the user cache.",
-            show_default=False,
-        ),
-    ] = None,
-    mirror: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--mirror",
-            help="Fetch the field's repositories from MIRROR/<owner>/<name>/tar.gz/<commit> "
-            "(http://, https:// or file://) instead of GitHub.",
-            show_default=False,
-        ),
-    ] = None,
-    sources: Annotated[
-        bool,
-        typer.Option(
-            "--sources/--no-sources",
-            help="Also fetch the field's benchmarks (MAMO, IndustryOR, OptMATH, ...), each repository at "
-            "its pinned commit.",
-        ),
-    ] = True,
-    trex: Annotated[
-        bool, typer.Option("--trex/--no-trex", help="Fetch the SLAI-T-Rex data (the default suite).")
-    ] = True,
-    force: Annotated[
-        bool, typer.Option("--force", help="Re-download even if a verified copy exists.")
-    ] = False,
+    dest: _DestOption = None,
+    url: _UrlOption = None,
+    sources_dest: _SourcesDestOption = None,
+    mirror: _MirrorOption = None,
+    sources: _SourcesOption = True,
+    trex: _TrexOption = True,
+    force: _ForceOption = False,
 ) -> None:
     """Download the pinned benchmark data, every file sha256-checked and installed atomically: the
     SLAI-T-Rex data, and each public repository the field's benchmarks come from, at the commit

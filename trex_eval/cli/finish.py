@@ -61,7 +61,17 @@ def interruptibly(work: Callable[[], _T], where: Path | None) -> _T:
         raise
 
 
+_said: list[str] = []
+"""What this process said of an interruption already (so the entry point does not say it twice)."""
+
+
+def interruption_said() -> bool:
+    """Whether :func:`interruptibly` has told the user of an interruption."""
+    return bool(_said)
+
+
 def _resume_hint(what: str, where: Path | None) -> None:
+    _said.append(what)
     if where is not None and (where / MANIFEST).is_file():
         err.print(
             f"{what}: finished samples are kept; continue with `trex-eval run --resume {where}`",
@@ -106,9 +116,25 @@ def report_result(result: RunResult, *, what: str = "full summary") -> None:
     out.print(
         f"{what}: {result.run_dir / SUMMARY_MD}  ({session_counts(result)})", highlight=False, soft_wrap=True
     )
+    print_isolation(result.run_dir)
     if result.failure is not None:
         err.print(f"[bold red]error:[/] {escape(result.failure)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_NOT_A_MEASUREMENT)
+
+
+def isolation_text(run_dir: Path) -> str:
+    """The line saying at which sandbox isolation level the session's programs ran (from the run
+    manifest, where the session recorded it)."""
+    from trex_eval.report.terminal import isolation_line
+    from trex_eval.store import RunStore
+
+    return isolation_line(RunStore(run_dir).read_manifest().provenance or {})
+
+
+def print_isolation(*run_dirs: Path) -> None:
+    """:func:`isolation_text` of each run directory, each distinct line once."""
+    for line in dict.fromkeys(isolation_text(run_dir) for run_dir in run_dirs):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def session_counts(result: RunResult) -> str:

@@ -77,6 +77,15 @@ BenchmarksOption = Annotated[
 ProtocolOption = Annotated[
     str, typer.Option("--protocol", help=_protocol_help(), rich_help_panel=PANEL_GRADING)
 ]
+RegradeProtocolOption = Annotated[
+    Optional[str],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
+    typer.Option(
+        "--protocol",
+        help=_protocol_help() + " Default: a run directory's own protocol; default for a completions file.",
+        rich_help_panel=PANEL_GRADING,
+        show_default=False,
+    ),
+]
 RuleOption = Annotated[
     list[str], typer.Option("--rule", help=_rule_help(), rich_help_panel=PANEL_GRADING, show_default=False)
 ]

@@ -30,101 +30,157 @@ from trex_eval.protocols import DEFAULT_PROTOCOL
 if TYPE_CHECKING:
     from trex_eval.reward.front import ScorerFront
     from trex_eval.reward.runlog import RewardRunLog
+    from trex_eval.reward.scorer import ScorerSettings
+    from trex_eval.reward.service import ServiceLimits
+
+
+# The options only `serve` takes; those shared with other commands are in cli/options.py.
+_HostOption = Annotated[str, typer.Option("--host", help="Address to listen on (loopback by default).")]
+_PortOption = Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port, printed).")]
+_PolicyOption = Annotated[
+    str,
+    typer.Option(
+        "--policy",
+        help="Reward policy: binary (1 for correct, else 0) or staged (0.1 format, 0.2 executes, "
+        "0.5 verified feasible, 1 correct).",
+        rich_help_panel=PANEL_GRADING,
+    ),
+]
+_RuleOption = Annotated[
+    Optional[str],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
+    typer.Option(
+        "--rule",
+        help="Objective rule overriding the benchmarks' own; grades inline problems (default strict).",
+        rich_help_panel=PANEL_GRADING,
+        show_default=False,
+    ),
+]
+_MaxPendingOption = Annotated[
+    int,
+    typer.Option("--max-pending", help="Rollouts admitted and not yet graded, at most; more get 429."),
+]
+_DeadlineOption = Annotated[
+    float,
+    typer.Option(
+        "--deadline", help="Seconds a request may take at most; rollouts not graded by then get not_run."
+    ),
+]
+_MaxConnectionsOption = Annotated[
+    int,
+    typer.Option(
+        "--max-connections",
+        help="HTTP connections open at once, at most: a newcomer closes the longest-idle one, "
+        "or gets 503 when all have a request in progress.",
+    ),
+]
+_IdleTimeoutOption = Annotated[
+    float,
+    typer.Option("--idle-timeout", help="Seconds a connection may wait for its next request; then closed."),
+]
+_RequestTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--request-timeout",
+        help="Seconds a request may take to arrive from its first byte (else 408), and an answer "
+        "to be read by the client.",
+    ),
+]
+_BodyBudgetOption = Annotated[
+    int,
+    typer.Option(
+        "--body-budget-mib",
+        help="MiB of request bodies held at once, server-wide; a body that would pass it gets "
+        "503 with Retry-After before it is read.",
+    ),
+]
+_LogOption = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--log",
+        help="Append every answered rollout's record to this JSONL file.",
+        rich_help_panel=PANEL_OUTPUT,
+        show_default=False,
+    ),
+]
+_DiagnoseOption = Annotated[
+    bool,
+    typer.Option(
+        "--diagnose/--no-diagnose",
+        help="Say why each failing rollout failed, as run --diagnose does (in each record's diagnosis "
+        "and --out's samples); never changes a reward, costs grading time.",
+        rich_help_panel=PANEL_GRADING,
+    ),
+]
+_OutOption = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--out",
+        "-o",
+        help="Store every answered rollout as a sample of a run directory under this folder "
+        "(epoch-0001, epoch-0002, ...: the k-th group of each problem's rollouts in epoch k), "
+        "which leaderboard, compare and report read. An existing folder is continued.",
+        rich_help_panel=PANEL_OUTPUT,
+        show_default=False,
+    ),
+]
+_PerProblemOption = Annotated[
+    int,
+    typer.Option(
+        "--per-problem",
+        help="Rollouts of one problem per epoch of --out: the trainer's group size "
+        "(GRPO's num_generations; TRL's default is 8).",
+        rich_help_panel=PANEL_OUTPUT,
+    ),
+]
+_RayAddressOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--ray-address",
+        help="Grade on a Ray cluster (auto, or its address): one scorer actor per node, each with "
+        "--workers sandbox lanes. Needs the ray extra.",
+        show_default=False,
+    ),
+]
+_RayActorsOption = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--ray-actors", help="Scorer actors on Ray (default: one per alive node).", show_default=False
+    ),
+]
+_IsolationOption = Annotated[
+    str,
+    typer.Option(
+        "--isolation",
+        help="Sandbox isolation: auto (bwrap, else refuse to start) or a level to accept "
+        "knowingly: bwrap, unshare (host file system readable), rlimits (host file system "
+        "readable and network reachable). See docs/rl-reward.md.",
+        rich_help_panel=PANEL_GRADING,
+    ),
+]
 
 
 def serve(
     benchmarks: BenchmarksOption = [],  # noqa: B006 - typer needs a literal default
-    host: Annotated[
-        str, typer.Option("--host", help="Address to listen on (loopback by default).")
-    ] = "127.0.0.1",
-    port: Annotated[
-        int, typer.Option("--port", help="Port to listen on (0: any free port, printed).")
-    ] = 8000,
-    policy: Annotated[
-        str,
-        typer.Option(
-            "--policy",
-            help="Reward policy: binary (1 for correct, else 0) or staged (0.1 format, 0.2 executes, "
-            "0.5 verified feasible, 1 correct).",
-            rich_help_panel=PANEL_GRADING,
-        ),
-    ] = "binary",
+    host: _HostOption = "127.0.0.1",
+    port: _PortOption = 8000,
+    policy: _PolicyOption = "binary",
     protocol: ProtocolOption = DEFAULT_PROTOCOL,
-    rule: Annotated[
-        Optional[str],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
-        typer.Option(
-            "--rule",
-            help="Objective rule overriding the benchmarks' own; grades inline problems (default strict).",
-            rich_help_panel=PANEL_GRADING,
-            show_default=False,
-        ),
-    ] = None,
+    rule: _RuleOption = None,
     workers: WorkersOption = DEFAULT_WORKERS,
-    max_pending: Annotated[
-        int,
-        typer.Option("--max-pending", help="Rollouts admitted and not yet graded, at most; more get 429."),
-    ] = 4096,
-    deadline_s: Annotated[
-        float,
-        typer.Option(
-            "--deadline", help="Seconds a request may take at most; rollouts not graded by then get not_run."
-        ),
-    ] = 600.0,
-    log: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--log",
-            help="Append every answered rollout's record to this JSONL file.",
-            rich_help_panel=PANEL_OUTPUT,
-            show_default=False,
-        ),
-    ] = None,
-    diagnose: Annotated[
-        bool,
-        typer.Option(
-            "--diagnose/--no-diagnose",
-            help="Say why each failing rollout of a benchmark row failed (in each record's diagnosis "
-            "and --out's samples); never changes a reward, costs grading time.",
-            rich_help_panel=PANEL_GRADING,
-        ),
-    ] = False,
-    out_dir: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(
-            "--out",
-            "-o",
-            help="Store every answered rollout as a sample of a run directory under this folder "
-            "(epoch-0001, epoch-0002, ...: the k-th group of each problem's rollouts in epoch k), "
-            "which leaderboard, compare and report read. An existing folder is continued.",
-            rich_help_panel=PANEL_OUTPUT,
-            show_default=False,
-        ),
-    ] = None,
-    per_problem: Annotated[
-        int,
-        typer.Option(
-            "--per-problem",
-            help="Rollouts of one problem per epoch of --out: the trainer's group size "
-            "(GRPO's num_generations; TRL's default is 8).",
-            rich_help_panel=PANEL_OUTPUT,
-        ),
-    ] = 8,
-    ray_address: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--ray-address",
-            help="Grade on a Ray cluster (auto, or its address): one scorer actor per node, each with "
-            "--workers sandbox lanes. Needs the ray extra.",
-            show_default=False,
-        ),
-    ] = None,
-    ray_actors: Annotated[
-        Optional[int],  # noqa: UP045
-        typer.Option(
-            "--ray-actors", help="Scorer actors on Ray (default: one per alive node).", show_default=False
-        ),
-    ] = None,
+    max_pending: _MaxPendingOption = 4096,
+    deadline_s: _DeadlineOption = 600.0,
+    max_connections: _MaxConnectionsOption = 512,
+    idle_timeout_s: _IdleTimeoutOption = 60.0,
+    request_timeout_s: _RequestTimeoutOption = 60.0,
+    body_budget_mib: _BodyBudgetOption = 512,
+    log: _LogOption = None,
+    diagnose: _DiagnoseOption = False,
+    out_dir: _OutOption = None,
+    per_problem: _PerProblemOption = 8,
+    ray_address: _RayAddressOption = None,
+    ray_actors: _RayActorsOption = None,
     data_dir: DataDirOption = None,
+    isolation: _IsolationOption = "auto",
 ) -> None:
     """Serve rewards over HTTP: POST /v1/score (trex-eval's records), POST /get_reward (OpenRLHF's
     remote reward model), GET /health, GET /metrics (Prometheus).
@@ -134,10 +190,7 @@ def serve(
     hidden from the programs) or inline ({"value": OPTIMUM}). SIGTERM or Ctrl-C drains: nothing new
     is admitted, requests in the house are answered, then the server exits 0.
     """
-    from trex_eval.reward.ray_pool import RayPoolSettings, RayRewardPool
-    from trex_eval.reward.scorer import RewardScorer, ScorerSettings
-    from trex_eval.reward.server import RewardServer
-    from trex_eval.reward.service import RewardService, ServiceLimits
+    from trex_eval.reward.scorer import ScorerSettings
 
     if max_pending < 1 or deadline_s <= 0 or per_problem < 1:
         raise ConfigError("--max-pending and --per-problem must be at least 1, and --deadline positive")
@@ -149,37 +202,107 @@ def serve(
         data_dir=data_dir,
         workers=workers_count(workers),
         diagnose=diagnose,
+        isolation=isolation,
     )
-    limits = ServiceLimits(max_pending=max_pending, deadline_s=deadline_s)
-
-    async def main() -> None:
-        scorer: RewardScorer | RayRewardPool = (
-            RewardScorer(settings)
-            if ray_address is None
-            else RayRewardPool(settings, RayPoolSettings(address=ray_address, actors=ray_actors))
+    limits = _service_limits(
+        max_pending=max_pending,
+        deadline_s=deadline_s,
+        max_connections=max_connections,
+        idle_timeout_s=idle_timeout_s,
+        request_timeout_s=request_timeout_s,
+        body_budget_mib=body_budget_mib,
+    )
+    asyncio.run(
+        _serve(
+            settings,
+            limits=limits,
+            host=host,
+            port=port,
+            log=log,
+            out_dir=out_dir,
+            per_problem=per_problem,
+            ray_address=ray_address,
+            ray_actors=ray_actors,
         )
-        async with scorer, _run_log(out_dir, scorer, per_problem=per_problem) as runlog:
-            service = RewardService(scorer, limits, log=log, runlog=runlog)
-            server = RewardServer(service, host=host, port=port)
-            await server.start()
-            described = scorer.describe()
-            out.print(
-                f"serving rewards on http://{host}:{server.port} (policy {described['policy']}, "
-                f"{len(settings.benchmarks)} benchmarks, {settings.workers} sandbox lanes"
-                + ("" if ray_address is None else f" on each Ray actor of {ray_address}")
-                + ")",
-                highlight=False,
-                soft_wrap=True,
-            )
-            out.file.flush()  # a supervisor reading the port from a pipe must see it now
-            await server.serve_until_stopped(on_signal=lambda line: err.print(line, highlight=False))
-        if out_dir is not None:
-            out_text = (
-                f"rollouts stored under {out_dir} (read them with `trex-eval leaderboard {out_dir}/epoch-*`)"
-            )
-            err.print(out_text, highlight=False, soft_wrap=True)
+    )
 
-    asyncio.run(main())
+
+def _service_limits(
+    *,
+    max_pending: int,
+    deadline_s: float,
+    max_connections: int,
+    idle_timeout_s: float,
+    request_timeout_s: float,
+    body_budget_mib: int,
+) -> ServiceLimits:
+    """The service's limits from serve's flags (``body_budget_mib`` in MiB).
+
+    Raises:
+        ConfigError: a connection limit below 1 or a timeout not positive.
+    """
+    from trex_eval.reward.service import ServiceLimits
+
+    if min(max_connections, body_budget_mib) < 1 or min(idle_timeout_s, request_timeout_s) <= 0:
+        raise ConfigError(
+            "--max-connections and --body-budget-mib must be at least 1, and --idle-timeout and "
+            "--request-timeout positive"
+        )
+    return ServiceLimits(
+        max_pending=max_pending,
+        deadline_s=deadline_s,
+        max_connections=max_connections,
+        idle_timeout_s=idle_timeout_s,
+        request_timeout_s=request_timeout_s,
+        body_budget_bytes=body_budget_mib << 20,
+    )
+
+
+async def _serve(
+    settings: ScorerSettings,
+    *,
+    limits: ServiceLimits,
+    host: str,
+    port: int,
+    log: Path | None,
+    out_dir: Path | None,
+    per_problem: int,
+    ray_address: str | None,
+    ray_actors: int | None,
+) -> None:
+    """Serve rewards on ``host:port`` (the port printed on stdout once listening) until SIGTERM or
+    Ctrl-C has drained the requests in the house; grading in this process, or on Ray when
+    ``ray_address`` is given."""
+    from trex_eval.reward.ray_pool import RayPoolSettings, RayRewardPool
+    from trex_eval.reward.scorer import RewardScorer
+    from trex_eval.reward.server import RewardServer
+    from trex_eval.reward.service import RewardService
+
+    scorer: RewardScorer | RayRewardPool = (
+        RewardScorer(settings)
+        if ray_address is None
+        else RayRewardPool(settings, RayPoolSettings(address=ray_address, actors=ray_actors))
+    )
+    async with scorer, _run_log(out_dir, scorer, per_problem=per_problem) as runlog:
+        service = RewardService(scorer, limits, log=log, runlog=runlog)
+        server = RewardServer(service, host=host, port=port)
+        await server.start()
+        described = scorer.describe()
+        out.print(
+            f"serving rewards on http://{host}:{server.port} (policy {described['policy']}, "
+            f"{len(settings.benchmarks)} benchmarks, {settings.workers} sandbox lanes"
+            + ("" if ray_address is None else f" on each Ray actor of {ray_address}")
+            + f", sandbox isolation {_isolation_in_force(described)})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        out.file.flush()  # a supervisor reading the port from a pipe must see it now
+        await server.serve_until_stopped(on_signal=lambda line: err.print(line, highlight=False))
+    if out_dir is not None:
+        out_text = (
+            f"rollouts stored under {out_dir} (read them with `trex-eval leaderboard {out_dir}/epoch-*`)"
+        )
+        err.print(out_text, highlight=False, soft_wrap=True)
 
 
 @contextlib.asynccontextmanager
@@ -200,7 +323,7 @@ async def _run_log(
         per_problem=per_problem,
         policy=str(described["policy"]),
         protocol=scorer.settings.protocol,
-        provenance=collect(scorer.catalogue.data_dir, sandbox={}, backend=described),
+        provenance=collect(scorer.catalogue.data_dir, sandbox=_sandbox_block(described), backend=described),
         command=tuple(sys.argv),
     )
     await asyncio.to_thread(runlog.open)
@@ -209,3 +332,29 @@ async def _run_log(
         yield runlog
     finally:
         await asyncio.to_thread(runlog.close)
+
+
+def _isolation_in_force(described: dict[str, object]) -> str:
+    """The isolation level(s) rollouts run under: the scorer's, or each Ray actor's."""
+    level = described.get("isolation")
+    if isinstance(level, str):
+        return level
+    block = _sandbox_block(described)
+    actors = block.get("actors")
+    found = {
+        str(actor["isolation"].get("level"))
+        for actor in (actors if isinstance(actors, list) else [])
+        if isinstance(actor, dict) and isinstance(actor.get("isolation"), dict)
+    }
+    return "/".join(sorted(found)) or "unknown"
+
+
+def _sandbox_block(described: dict[str, object]) -> dict[str, object]:
+    """The manifest's ``sandbox`` block, as a run's holds it (the pool's description, its
+    ``isolation.level`` the level in force); on Ray, one such description per actor."""
+    sandbox = described.get("sandbox")
+    if isinstance(sandbox, dict):
+        return dict(sandbox)
+    ray = described.get("ray")
+    placement = ray.get("placement", []) if isinstance(ray, dict) else []
+    return {"actors": [actor.get("sandbox") for actor in placement if isinstance(actor, dict)]}

@@ -1,7 +1,7 @@
 """Grading: one registry of rules (:mod:`~trex_eval.grading.registry`), objective rules
 (:mod:`~trex_eval.grading.objective`), structural-equivalence rules
 (:mod:`~trex_eval.grading.structure`) and the LP/MPS readers they compare
-(:mod:`~trex_eval.grading.lp`). Pure: no I/O, no environment.
+(:mod:`~trex_eval.lp`). Pure: no I/O, no environment.
 
 The run asks for a rule once per benchmark and calls it per sample::
 

@@ -29,7 +29,7 @@ orgeval-trex-compat    structure  --       the reference ORGEval check, bugs inc
 ``Δ`` is that of the harness's re-solve of the program's captured model, never of the program's
 claim, for every objective family but ``trex-compat`` (which reproduces the reference harness:
 the claim of ``model.ObjVal``); the claim only has to agree with the re-solve
-(:mod:`trex_eval.sandbox.verify`).
+(:mod:`trex_eval.verify`).
 
 Adding a rule: a module with a ``build(spec: RuleSpec) -> rule`` factory and one line here. A
 spec naming a version other than the implemented one is refused rather than silently graded by

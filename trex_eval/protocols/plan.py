@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import cast
 
 from trex_eval.benchmarks import Benchmark, GraderSpec
-from trex_eval.errors import GradingError
+from trex_eval.benchmarks.loading import spec_location
+from trex_eval.errors import ConfigError, GradingError
 from trex_eval.extract import extract, extractor_function
 from trex_eval.grading import ObjectiveRule, Rule, StructureRule, rule_for
 from trex_eval.grading.diagnosis import NOT_DIAGNOSED, DiagnosisBudget, diagnose
 from trex_eval.grading.diagnosis.failures import failure_diagnosis
 from trex_eval.grading.diagnosis.structure import failed_check, structure_diagnosis
-from trex_eval.grading.lp import parse_lp, parse_mps
 from trex_eval.grading.objective.base import Conversion, ConvertingRule, failure_verdict
 from trex_eval.protocols import Protocol, get_protocol, protocol_names
 from trex_eval.records import (
@@ -45,7 +45,17 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.sandbox import Job, SandboxLimits
-from trex_eval.sandbox.verify import OutOfTime, Resolve, Unsolvable, resolve_remembered, verify_last_solve
+from trex_eval.store import BenchmarkEntry
+from trex_eval.verify import (
+    ModelFileRefused,
+    OutOfTime,
+    Resolve,
+    Unsolvable,
+    read_model_file,
+    resolve_remembered,
+    verification_budget,
+    verify_last_solve,
+)
 
 ReferenceModelLoader = Callable[[StructureReference], LinearModel]
 """Returns the parsed reference model of a structure reference (the run reads and caches it)."""
@@ -119,7 +129,7 @@ class EvaluationPlan:
         """:meth:`grade`, verifying the claim first where it can change the verdict: only when the
         rule calls the last solve's claim ``unverified`` (it would pass it, or a re-solve agreeing
         with it could pass: the rules grade the harness's value) does the harness re-solve the
-        captured model (:func:`trex_eval.sandbox.verify.verify_last_solve`) and grade again. A
+        captured model (:func:`trex_eval.verify.verify_last_solve`) and grade again. A
         claim that cannot pass is not re-solved: no proof can make it correct, and a forged wrong
         answer stays wrong. Returns the execution as verified (stored with
         the grade) and the grade. Blocking (seconds for a hard MILP): call it off the event loop.
@@ -137,7 +147,7 @@ class EvaluationPlan:
         reference_model: ReferenceModelLoader | None = None,
     ) -> Grade:
         """``grade`` with its :class:`~trex_eval.records.Diagnosis` (why it failed), edited models
-        re-solved by the harness's own re-solve (:func:`trex_eval.sandbox.verify.resolve_remembered`) within
+        re-solved by the harness's own re-solve (:func:`trex_eval.verify.resolve_remembered`) within
         ``budget``; unchanged for a grade that passed or is not diagnosed. The verdict is never
         changed. Blocking (up to the budget's seconds): call it off the event loop. A
         structure-graded sample is compared with its reference model part by part
@@ -217,15 +227,18 @@ class EvaluationPlan:
         if source.model is not None:
             return source.model, source.name
         try:
-            text = source.text or ""
-            return (parse_mps(text) if source.name.lower().endswith(".mps") else parse_lp(text)), source.name
+            budget = verification_budget(execution)
+            return read_model_file(source.text or "", name=source.name, budget_s=budget), source.name
+        except ModelFileRefused as exc:  # neither read nor compared: no verdict on the model
+            verdict, why = Verdict.NOT_DETERMINABLE, f"the model file {source.name} was not read: {exc}"
         except GradingError as exc:
-            return Grade(
-                verdict=Verdict.WRONG,
-                rule=self.rule.spec,
-                reason=f"the model file {source.name} is not a readable model: {exc}",
-                evidence=StructureEvidence(checks=(), generated_from=source.name),
-            )
+            verdict, why = Verdict.WRONG, f"the model file {source.name} is not a readable model: {exc}"
+        return Grade(
+            verdict=verdict,
+            rule=self.rule.spec,
+            reason=why,
+            evidence=StructureEvidence(checks=(), generated_from=source.name),
+        )
 
     def _structure_diagnosis(
         self,
@@ -281,11 +294,11 @@ def judged(
 
 
 def _resolved(model: LinearModel, seconds: float, *, prefer_gurobi: bool) -> Resolve:
-    """:func:`~trex_eval.sandbox.verify.resolve_remembered` as a diagnosis's solver wants it: a time-out is a
+    """:func:`~trex_eval.verify.resolve_remembered` as a diagnosis's solver wants it: a time-out is a
     ``time_limit`` verdict, a model no solver takes an ``error`` one."""
     try:
         # Remembered: twin problems and repeated samples make the same edited models.
-        return resolve_remembered(model, prefer_gurobi=prefer_gurobi, time_limit_s=seconds)
+        return resolve_remembered(model, prefer_gurobi=prefer_gurobi, budget_s=seconds)
     except OutOfTime as error:
         return Resolve(SolveStatus.TIME_LIMIT, None, str(error), error.solver or "")
     except Unsolvable as error:
@@ -312,13 +325,54 @@ def plan_for(
     grader = benchmark.spec.grader
     name = extractor or chosen.extractor(grader)
     extractor_function(name)  # validates the name now rather than at the first sample
+    spec = rule or chosen.rule(grader)
+    try:
+        graded_by = rule_for(grader.kind, spec)
+    except ConfigError as exc:
+        # A rule the benchmark file names is located there (a --rule given is the user's flag).
+        key = next((k for k in ("rule", "compat_rule") if rule is None and getattr(grader, k) == spec), None)
+        if key is None:
+            raise
+        where = f"{spec_location(benchmark.spec_path, ('grader', key))}: grader.{key}"
+        raise ConfigError(exc.message, where=where, hint=exc.hint) from None
     return EvaluationPlan(
         benchmark=benchmark,
         protocol=chosen,
         extractor=name,
-        rule=rule_for(grader.kind, rule or chosen.rule(grader)),
+        rule=graded_by,
         limits=limits or chosen.limits(grader.kind),
         gurobi=gurobi,
+    )
+
+
+def benchmark_entry(
+    plan: EvaluationPlan,
+    *,
+    requested: str,
+    prompt_set: str,
+    template_sha256: str,
+    problems: int,
+    problem_ids: tuple[str, ...] | None,
+) -> BenchmarkEntry:
+    """The manifest entry of ``plan``'s benchmark as run: ``requested`` is how it was named (a YAML
+    path is recorded resolved, so a resumed or re-graded run finds it again)."""
+    bench = plan.benchmark
+    return BenchmarkEntry(
+        name=bench.name,
+        source=str(bench.spec_path.resolve()) if requested.endswith((".yaml", ".yml")) else requested,
+        skipped_rows=len(bench.row_errors),
+        title=bench.spec.title,
+        version=bench.spec.version,
+        sha256=bench.sha256,
+        problems=problems,
+        grader=bench.spec.grader.kind,
+        rule=plan.rule.spec,
+        rule_description=plan.rule.description,
+        extractor=plan.extractor,
+        prompt_set=prompt_set,
+        template_sha256=template_sha256,
+        limits=plan.limits,
+        problem_ids=problem_ids,
     )
 
 

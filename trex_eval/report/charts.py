@@ -12,7 +12,9 @@ return :class:`markupsafe.Markup` so templates insert it as is. Kinds and their 
   outcome counts with a legend.
 
 Score and delta charts are compact (two fit side by side on a laptop screen); the stacked chart
-spans the page and leaves more room for its labels.
+spans the page and leaves more room for its labels. A row label (a run id, a benchmark) is never
+cut: one longer than the label column is wrapped onto several lines (``tspan``), preferably after
+a ``-``, ``_``, ``.``, ``/`` or space, and its row grows to hold them.
 """
 
 from __future__ import annotations
@@ -30,8 +32,12 @@ BAR_HEIGHT = 16
 TOP = 30
 BOTTOM = 26
 LEGEND_ROW = 18
-CHAR_WIDTH = 6.5
-"""Estimated width in px of one character of 11–12 px sans-serif text (labels are cut to fit)."""
+LINE_HEIGHT = 14
+"""Px between two lines of one wrapped row label."""
+CHAR_WIDTH = 7.0
+"""Width in px allowed for one character of 12 px sans-serif text (labels are wrapped to fit; a
+generous figure, so that wide letters in a line of them stay inside the label column)."""
+_BREAK_AFTER = "-_./ ·"
 
 OUTCOME_COLOURS = {
     Outcome.CORRECT: "#2e7d32",
@@ -77,6 +83,47 @@ _WIDE = _Layout(label=290, plot=460, value=90)
 
 
 @dataclass(frozen=True)
+class _Row:
+    """One row of a chart: its top edge and height in px, and its label's lines."""
+
+    top: float
+    height: float
+    lines: tuple[str, ...]
+
+    @property
+    def mid(self) -> float:
+        return self.top + self.height / 2
+
+    @property
+    def bar_top(self) -> float:
+        return self.mid - BAR_HEIGHT / 2
+
+
+def _rows(layout: _Layout, labels: Sequence[str]) -> list[_Row]:
+    """The rows of ``labels`` from :data:`TOP` down, each as tall as its wrapped label needs."""
+    rows, top = [], float(TOP)
+    for label in labels:
+        lines = wrap_label(label, layout.label_chars)
+        height = ROW_HEIGHT + LINE_HEIGHT * (len(lines) - 1)
+        rows.append(_Row(top, height, lines))
+        top += height
+    return rows
+
+
+def wrap_label(label: str, limit: int) -> tuple[str, ...]:
+    """``label`` as lines of at most ``limit`` characters (``limit`` >= 1) whose concatenation is
+    ``label``: each line ends after the last break character (``-_./ ·``) that fits, else is cut
+    at ``limit``."""
+    lines = []
+    rest = label
+    while len(rest) > limit:
+        cut = max((i + 1 for i, ch in enumerate(rest[:limit]) if ch in _BREAK_AFTER), default=limit)
+        lines.append(rest[:cut])
+        rest = rest[cut:]
+    return (*lines, rest)
+
+
+@dataclass(frozen=True)
 class Bar:
     """One bar: ``value`` with its interval ``[low, high]`` (``None`` draws no whisker), as a
     fraction (score charts print it as %, delta charts as percentage points); ``note`` is added
@@ -100,20 +147,20 @@ class Stack:
 def score_chart(title: str, bars: Sequence[Bar], *, chart_id: str) -> Markup:
     """Scores in [0, 1] as horizontal bars on a 0–100 % axis with CI whiskers and value labels."""
     layout = _COMPACT
-    height = TOP + ROW_HEIGHT * len(bars) + BOTTOM
+    rows = _rows(layout, [bar.label for bar in bars])
+    height = _bottom(rows) + BOTTOM
 
     def place(value: float) -> float:
         return _x(layout, value, 0.0, 1.0)
 
     parts = [_open("chart-bars", chart_id, title, layout, height)]
     parts += _axis([0.0, 0.25, 0.5, 0.75, 1.0], place, [f"{tick}%" for tick in (0, 25, 50, 75, 100)], height)
-    for index, bar in enumerate(bars):
-        y = TOP + ROW_HEIGHT * index
+    for row, bar in zip(rows, bars, strict=True):
         tooltip = f"{bar.label}: {bar.value * 100:.2f}%{_interval_text(bar, ' %')}{_note(bar)}"
-        parts.append(_label(layout, bar.label, y))
-        parts.append(_bar("bar", layout.label, place(bar.value), y, "#4e79a7", tooltip))
-        parts += _whisker(bar, y, place)
-        parts.append(_value(layout, f"{bar.value * 100:.2f}%", y))
+        parts.append(_label(layout, bar.label, row))
+        parts.append(_bar("bar", layout.label, place(bar.value), row, "#4e79a7", tooltip))
+        parts += _whisker(bar, row, place)
+        parts.append(_value(layout, f"{bar.value * 100:.2f}%", row))
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -125,7 +172,8 @@ def delta_chart(title: str, bars: Sequence[Bar], *, chart_id: str) -> Markup:
     extent = _nice_extent(
         max((abs(v) for bar in bars for v in (bar.value, bar.low, bar.high) if v is not None), default=0.0)
     )
-    height = TOP + ROW_HEIGHT * len(bars) + BOTTOM
+    rows = _rows(layout, [bar.label for bar in bars])
+    height = _bottom(rows) + BOTTOM
 
     def place(value: float) -> float:
         return _x(layout, value, -extent, extent)
@@ -137,23 +185,22 @@ def delta_chart(title: str, bars: Sequence[Bar], *, chart_id: str) -> Markup:
     parts.append(
         f'<line class="zero" x1="{zero:.1f}" x2="{zero:.1f}" y1="{TOP - 4}" y2="{height - BOTTOM}" />'
     )
-    for index, bar in enumerate(bars):
-        y = TOP + ROW_HEIGHT * index
+    for row, bar in zip(rows, bars, strict=True):
         up = bar.value >= 0
         tooltip = f"{bar.label}: {bar.value * 100:+.2f} pp{_interval_text(bar, ' pp')}{_note(bar)}"
-        parts.append(_label(layout, bar.label, y))
+        parts.append(_label(layout, bar.label, row))
         parts.append(
             _bar(
                 "bar up" if up else "bar down",
                 zero,
                 place(bar.value),
-                y,
+                row,
                 "#2e7d32" if up else "#c62828",
                 tooltip,
             )
         )
-        parts += _whisker(bar, y, place)
-        parts.append(_value(layout, f"{bar.value * 100:+.2f} pp", y))
+        parts += _whisker(bar, row, place)
+        parts.append(_value(layout, f"{bar.value * 100:+.2f} pp", row))
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -164,11 +211,12 @@ def stack_chart(title: str, stacks: Sequence[Stack], *, chart_id: str) -> Markup
     shown = [outcome for outcome in Outcome if any(stack.counts.get(outcome, 0) for stack in stacks)]
     legend = _legend_positions(layout, [outcome.label for outcome in shown])
     legend_rows = 1 + max((row for _, row in legend), default=0)
-    height = TOP + ROW_HEIGHT * len(stacks) + 8 + LEGEND_ROW * legend_rows
+    rows = _rows(layout, [stack.label for stack in stacks])
+    legend_top = _bottom(rows) + 8
+    height = legend_top + LEGEND_ROW * legend_rows
     parts = [_open("chart-stack", chart_id, title, layout, height)]
-    for index, stack in enumerate(stacks):
-        y = TOP + ROW_HEIGHT * index
-        parts.append(_label(layout, stack.label, y))
+    for row, stack in zip(rows, stacks, strict=True):
+        parts.append(_label(layout, stack.label, row))
         total = sum(stack.counts.values())
         x = float(layout.label)
         for outcome in shown:
@@ -179,18 +227,17 @@ def stack_chart(title: str, stacks: Sequence[Stack], *, chart_id: str) -> Markup
             tooltip = f"{stack.label} — {outcome.label}: {count} of {total} ({count / total:.1%})"
             parts.append(
                 f'<rect class="segment" data-outcome="{outcome.value}" x="{x:.2f}" '
-                f'y="{y + (ROW_HEIGHT - BAR_HEIGHT) / 2:.1f}" width="{width:.2f}" height="{BAR_HEIGHT}" '
+                f'y="{row.bar_top:.1f}" width="{width:.2f}" height="{BAR_HEIGHT}" '
                 f'fill="{OUTCOME_COLOURS[outcome]}"><title>{escape(tooltip)}</title></rect>'
             )
             x += width
-        parts.append(_value(layout, f"n={total}", y))
-    legend_top = TOP + ROW_HEIGHT * len(stacks) + 8
-    for outcome, (offset, row) in zip(shown, legend, strict=True):
+        parts.append(_value(layout, f"n={total}", row))
+    for outcome, (offset, line) in zip(shown, legend, strict=True):
         lx = layout.label + offset
-        ly = legend_top + LEGEND_ROW * row
+        ly = legend_top + LEGEND_ROW * line
         parts.append(
-            f'<g class="legend"><rect x="{lx:.1f}" y="{ly}" width="11" height="11" '
-            f'fill="{OUTCOME_COLOURS[outcome]}" /><text x="{lx + 15:.1f}" y="{ly + 10}">'
+            f'<g class="legend"><rect x="{lx:.1f}" y="{ly:.0f}" width="11" height="11" '
+            f'fill="{OUTCOME_COLOURS[outcome]}" /><text x="{lx + 15:.1f}" y="{ly + 10:.0f}">'
             f"{escape(outcome.label)}</text></g>"
         )
     parts.append("</svg>")
@@ -198,6 +245,10 @@ def stack_chart(title: str, stacks: Sequence[Stack], *, chart_id: str) -> Markup
 
 
 # --------------------------------------------------------------------------- geometry
+
+
+def _bottom(rows: Sequence[_Row]) -> float:
+    return rows[-1].top + rows[-1].height if rows else float(TOP)
 
 
 def _x(layout: _Layout, value: float, low: float, high: float) -> float:
@@ -251,33 +302,35 @@ def _axis(ticks: Sequence[float], place: _Placer, labels: Sequence[str], height:
     return parts
 
 
-def _label(layout: _Layout, label: str, y: float) -> str:
-    limit = layout.label_chars
-    shown = label if len(label) <= limit else label[: limit - 1] + "…"
-    return (
-        f'<text class="label" x="{layout.label - 8}" y="{y + ROW_HEIGHT / 2 + 4:.1f}">'
-        f"<title>{escape(label)}</title>{escape(shown)}</text>"
+def _label(layout: _Layout, label: str, row: _Row) -> str:
+    # The lines are centred on the row's middle, like the bar beside them.
+    x = layout.label - 8
+    first = row.mid + 4 - LINE_HEIGHT * (len(row.lines) - 1) / 2
+    spans = "".join(
+        f'<tspan x="{x}" y="{first + LINE_HEIGHT * index:.1f}">{escape(line)}</tspan>'
+        for index, line in enumerate(row.lines)
     )
+    return f'<text class="label"><title>{escape(label)}</title>{spans}</text>'
 
 
-def _bar(css: str, start: float, end: float, y: float, colour: str, tooltip: str) -> str:
+def _bar(css: str, start: float, end: float, row: _Row, colour: str, tooltip: str) -> str:
     left, width = min(start, end), max(abs(end - start), 0.5)
     return (
-        f'<rect class="{css}" x="{left:.1f}" y="{y + (ROW_HEIGHT - BAR_HEIGHT) / 2:.1f}" width="{width:.1f}" '
+        f'<rect class="{css}" x="{left:.1f}" y="{row.bar_top:.1f}" width="{width:.1f}" '
         f'height="{BAR_HEIGHT}" fill="{colour}" fill-opacity="0.85"><title>{escape(tooltip)}</title></rect>'
     )
 
 
-def _value(layout: _Layout, text: str, y: float) -> str:
+def _value(layout: _Layout, text: str, row: _Row) -> str:
     x = layout.label + layout.plot + 8
-    return f'<text class="value" x="{x}" y="{y + ROW_HEIGHT / 2 + 4:.1f}">{escape(text)}</text>'
+    return f'<text class="value" x="{x}" y="{row.mid + 4:.1f}">{escape(text)}</text>'
 
 
-def _whisker(bar: Bar, y: float, place: _Placer) -> list[str]:
+def _whisker(bar: Bar, row: _Row, place: _Placer) -> list[str]:
     if bar.low is None or bar.high is None:
         return []
     x1, x2 = place(bar.low), place(bar.high)
-    mid = y + ROW_HEIGHT / 2
+    mid = row.mid
     cap = BAR_HEIGHT / 2 - 2
     return [
         f'<g class="ci"><line x1="{x1:.1f}" x2="{x2:.1f}" y1="{mid:.1f}" y2="{mid:.1f}" />'

@@ -100,4 +100,4 @@ def outcome_chart(summaries: Sequence[RunSummary], labels: Sequence[str]) -> Mar
         for summary, label in zip(summaries, labels, strict=True)
         for bench in summary.benchmarks
     ]
-    return stack_chart("Outcome of every expected sample", stacks, chart_id="outcomes")
+    return stack_chart("Outcome of every expected sample", stacks, chart_id="outcomes-chart")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from trex_eval.report.compare import Comparison, ComparisonSet
+from trex_eval.report.compare import Comparison, ComparisonSet, PairedBenchmark, RepairedPair
 from trex_eval.report.definitions import DEFINITIONS, MACRO_LABEL
 from trex_eval.report.diagnoses import diagnosis_table, transition_table
 from trex_eval.report.intervals import SMALL_N
@@ -290,6 +290,9 @@ def _outcome_table(benchmarks: Sequence[BenchmarkSummary]) -> list[str]:
 
 
 def _comparison_section(comparison: Comparison) -> list[str]:
+    """One candidate against the baseline: the paired table (a row per benchmark, then the pooled
+    macro row), the scores after repair where any run repaired, the flipped problems, the outcome
+    transitions and the comparison's warnings."""
     candidate = comparison.candidate
     header = ["Benchmark", "n", "Baseline %", "Candidate %", "Δ pp [CI]", "Won", "Lost", "McNemar p", "Rule"]
     lines = [
@@ -298,27 +301,7 @@ def _comparison_section(comparison: Comparison) -> list[str]:
         _row(header),
         _row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"]),
     ]
-    for pair in comparison.benchmarks:
-        rule = (
-            pair.baseline_rule
-            if pair.baseline_rule == pair.candidate_rule
-            else (f"{pair.baseline_rule} → {pair.candidate_rule}")
-        )
-        lines.append(
-            _row(
-                [
-                    pair.benchmark,
-                    str(pair.problems),
-                    percent(pair.baseline_pass_at_1),
-                    percent(pair.candidate_pass_at_1),
-                    _delta(pair.difference, pair.ci_low, pair.ci_high),
-                    str(pair.won),
-                    str(pair.lost),
-                    _p(pair.mcnemar_p),
-                    f"`{rule}`",
-                ]
-            )
-        )
+    lines += [_paired_row(pair) for pair in comparison.benchmarks]
     overall = comparison.overall
     if overall is not None:
         lines.append(
@@ -344,31 +327,7 @@ def _comparison_section(comparison: Comparison) -> list[str]:
             flipped.append(f"- {pair.benchmark} dropped ({len(pair.dropped)}): {', '.join(pair.dropped)}")
     repaired = [(pair.benchmark, pair.repaired) for pair in comparison.benchmarks if pair.repaired]
     if repaired:
-        lines += [
-            "",
-            "Scores after repair (`--repair N`; the table above compares the zero-shot answers, round 0):",
-            "",
-            _row(
-                ["Benchmark", "Baseline pass@1 r0 → rN", "Candidate pass@1 r0 → rN", "Δ pp after repair [CI]"]
-            ),
-            _row(["---", "---", "---", "---:"]),
-        ]
-        for name, scores in repaired:
-            lines.append(
-                _row(
-                    [
-                        name,
-                        " → ".join(percent(score) for score in scores.baseline_rounds),
-                        " → ".join(percent(score) for score in scores.candidate_rounds),
-                        _delta(scores.difference, scores.ci_low, scores.ci_high),
-                    ]
-                )
-            )
-        lines += [
-            "",
-            "Δ after repair: candidate − baseline, each graded by its last round (a zero-shot run by "
-            "its only one), paired over problems.",
-        ]
+        lines += _repaired_comparison(repaired)
     lines += ["", "Flipped problems (first sample):", ""] + (flipped or ["- none"])
     for pair in comparison.benchmarks:
         table = transition_table(pair.transitions)
@@ -377,6 +336,56 @@ def _comparison_section(comparison: Comparison) -> list[str]:
     if comparison.warnings:
         lines += ["", "Warnings:", "", *(f"- {warning}" for warning in comparison.warnings)]
     return lines
+
+
+def _paired_row(pair: PairedBenchmark) -> str:
+    """A benchmark's row of the paired table; the rule cell names both rules where they differ."""
+    rule = (
+        pair.baseline_rule
+        if pair.baseline_rule == pair.candidate_rule
+        else (f"{pair.baseline_rule} → {pair.candidate_rule}")
+    )
+    return _row(
+        [
+            pair.benchmark,
+            str(pair.problems),
+            percent(pair.baseline_pass_at_1),
+            percent(pair.candidate_pass_at_1),
+            _delta(pair.difference, pair.ci_low, pair.ci_high),
+            str(pair.won),
+            str(pair.lost),
+            _p(pair.mcnemar_p),
+            f"`{rule}`",
+        ]
+    )
+
+
+def _repaired_comparison(repaired: Sequence[tuple[str, RepairedPair]]) -> list[str]:
+    """The scores after repair, one row per (benchmark, scores), and what their Δ means."""
+    lines = [
+        "",
+        "Scores after repair (`--repair N`; the table above compares the zero-shot answers, round 0):",
+        "",
+        _row(["Benchmark", "Baseline pass@1 r0 → rN", "Candidate pass@1 r0 → rN", "Δ pp after repair [CI]"]),
+        _row(["---", "---", "---", "---:"]),
+    ]
+    for name, scores in repaired:
+        lines.append(
+            _row(
+                [
+                    name,
+                    " → ".join(percent(score) for score in scores.baseline_rounds),
+                    " → ".join(percent(score) for score in scores.candidate_rounds),
+                    _delta(scores.difference, scores.ci_low, scores.ci_high),
+                ]
+            )
+        )
+    return [
+        *lines,
+        "",
+        "Δ after repair: candidate − baseline, each graded by its last round (a zero-shot run by "
+        "its only one), paired over problems.",
+    ]
 
 
 def cell_marks(bench: BenchmarkSummary) -> str:

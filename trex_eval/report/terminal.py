@@ -9,7 +9,8 @@ for a small-n interval (fewer than :data:`~trex_eval.report.summary.SMALL_N` pro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich import box
 from rich.markup import escape
@@ -255,3 +256,41 @@ def warnings_of(result: ComparisonSet) -> Sequence[str]:
 
 def _delta(difference: float, low: float, high: float) -> str:
     return f"{difference * 100:+.1f} [{low * 100:+.1f}, {high * 100:+.1f}]"
+
+
+_WEAKER = {
+    "unshare": "programs could read the host file system",
+    "rlimits": "programs could read the host file system and reach the network",
+}
+
+
+def _session_level(session: Mapping[str, Any]) -> str | None:
+    """The isolation level one session's programs ran at (None: it ran none)."""
+    sandbox = session.get("sandbox")
+    isolation = sandbox.get("isolation") if isinstance(sandbox, Mapping) else None
+    level = isolation.get("level") if isinstance(isolation, Mapping) else None
+    return str(level) if level else None
+
+
+def isolation_line(provenance: Mapping[str, Any]) -> str:
+    """One line for the end of ``run``, ``grade`` and ``audit``: the sandbox isolation level this
+    session's programs ran at, from a run manifest's ``provenance`` (``sandbox.isolation.level``),
+    what a level below ``bwrap`` let them do, and the earlier sessions' levels where they differ."""
+    level = _session_level(provenance)
+    if level is None:
+        sandbox = provenance.get("sandbox")
+        reused = sandbox.get("executions_reused_from") if isinstance(sandbox, Mapping) else None
+        text = "sandbox isolation: no program ran this session" + (
+            f" (executions reused from {reused})" if reused else ""
+        )
+    else:
+        text = f"sandbox isolation: {level}" + (f" ({_WEAKER[level]})" if level in _WEAKER else "")
+    earlier_sessions = provenance.get("earlier_sessions")
+    earlier = {
+        found
+        for session in (earlier_sessions if isinstance(earlier_sessions, list) else [])
+        if isinstance(session, Mapping) and (found := _session_level(session)) is not None
+    }
+    if earlier - {level}:
+        text += f"; earlier sessions: {', '.join(sorted(earlier))}"
+    return text

@@ -9,22 +9,35 @@ every key in the calling process before a rollout travels to an actor). Reads be
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trex_eval.benchmarks import load_benchmark
+from trex_eval.benchmarks import Benchmark, load_benchmark
 from trex_eval.benchmarks.data import resolve_data_dir, sources_root
+from trex_eval.benchmarks.spec import BenchmarkSpec, FieldMap, GraderSpec, PromptSpec, SourceSpec
 from trex_eval.errors import ConfigError, DataError
-from trex_eval.grading import ObjectiveRule, rule_for
+from trex_eval.grading import Rule
+from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.protocols.plan import EvaluationPlan, plan_for
 from trex_eval.records import GraderKind, ObjectiveReference, Problem
 from trex_eval.reward.records import InlineProblem, ProblemKey
+from trex_eval.sandbox.isolation import REQUESTS
+
+ACCEPT_WEAK_ISOLATION = (
+    "`trex-eval serve --isolation {level}`, ScorerSettings(isolation='{level}'), "
+    "or `isolation: {level}` in verl's reward_kwargs"
+)
+"""How a user accepts an isolation level below bubblewrap for rewards (named in the refusal)."""
 
 INLINE_BENCHMARK = "inline"
 """The ``benchmark`` of records of :class:`~.records.InlineProblem` requests."""
+
+INLINE_SHA256 = hashlib.sha256(b"").hexdigest()
+"""The data digest of inline problems (no file: the empty data's)."""
 
 
 @dataclass(frozen=True)
@@ -35,10 +48,14 @@ class ScorerSettings:
     benchmark rows (``default``, ``trex-compat``, ...); ``rule``: an objective rule spec overriding
     the benchmarks' own (and the rule of inline problems, default ``strict``); ``benchmarks``:
     benchmarks loaded (and whose folders are hidden) at start-up; ``data_dir``: as ``--data-dir``
-    (None: the usual search); ``workers``: sandbox lanes; ``isolation``: as ``--isolation``;
-    ``diagnose``: say why each failing rollout of a benchmark row failed (``grade.diagnosis``, as
-    ``run --diagnose`` does; re-solves in the scorer, never changes a reward; off by default, as it
-    costs grading time that a reward alone does not need).
+    (None: the usual search); ``workers``: sandbox lanes; ``isolation``: ``auto`` (default:
+    bubblewrap, else the scorer refuses to start) or a level named to accept it knowingly
+    (``bwrap``, ``unshare``, ``rlimits``: exactly that level, or the scorer refuses to start; see
+    :data:`ACCEPT_WEAK_ISOLATION` and docs/rl-reward.md for what each guarantees a reward);
+    ``diagnose``: say why each failing rollout failed (``grade.diagnosis``, exactly as ``run
+    --diagnose`` does: the same :class:`~trex_eval.protocols.judge.SampleJudge`, reference
+    programs run in the scorer's sandbox where a benchmark ships them; never changes a reward; off
+    by default, as it costs grading time that a reward alone does not need).
     """
 
     policy: str = "binary"
@@ -49,6 +66,14 @@ class ScorerSettings:
     workers: int = 2
     isolation: str = "auto"
     diagnose: bool = False
+
+    def __post_init__(self) -> None:
+        if self.isolation not in REQUESTS:
+            # Never a silent fallback: a misspelt level must not become the weakest one.
+            raise ConfigError(
+                f"unknown isolation level {self.isolation!r} in the reward settings",
+                hint=f"one of: {', '.join(REQUESTS)} (auto: bwrap or refuse to start)",
+            )
 
     @classmethod
     def from_mapping(cls, fields: Mapping[str, Any], *, what: str = "reward settings") -> ScorerSettings:
@@ -81,22 +106,51 @@ class ScorerSettings:
 
 @dataclass(frozen=True)
 class Target:
-    """One problem ready to grade: its plan (benchmark rows) or its rule (inline problems)."""
+    """One problem ready to grade, with the plan that grades it (an inline problem's is
+    :meth:`Catalogue.inline_plan`'s)."""
 
     benchmark: str
     problem: Problem
-    plan: EvaluationPlan | None
-    rule: ObjectiveRule | None
+    plan: EvaluationPlan
     key: ProblemKey | InlineProblem
     """The problem as the request named it (what travels to a Ray actor)."""
 
     @property
+    def inline(self) -> bool:
+        """Whether the request gave the problem itself (:class:`~.records.InlineProblem`)."""
+        return isinstance(self.key, InlineProblem)
+
+    @property
     def rule_spec(self) -> str:
         """``name@version`` of the rule that grades it."""
-        if self.plan is not None:
-            return self.plan.rule.spec
-        assert self.rule is not None
-        return self.rule.spec
+        return self.plan.rule.spec
+
+
+def inline_plan(rule: str) -> EvaluationPlan:
+    """The plan of inline problems: graded by objective rule ``rule`` under the ``default``
+    protocol whatever protocol grades benchmark rows (an inline problem has no benchmark file for
+    another protocol's rewrites to read): the ``default`` extractor, the program run unchanged with
+    the request's instance files beside it, expected to solve something, under the default sandbox
+    limits.
+
+    Raises:
+        ConfigError: an unknown rule, or one that does not grade objectives.
+    """
+    spec = BenchmarkSpec(
+        name=INLINE_BENCHMARK,
+        title="Inline problems (each request gave its label)",
+        source=SourceSpec(path="-"),
+        fields=FieldMap(question="question"),
+        grader=GraderSpec(kind=GraderKind.OBJECTIVE, rule=rule),
+        prompt=PromptSpec(task="solve"),
+    )
+    # No file behind it: the paths name none, and the digest is the empty data's (the reward
+    # log's inline entries record the same).
+    nowhere = Path(f"<{INLINE_BENCHMARK}>")
+    benchmark = Benchmark(
+        spec=spec, problems=(), root=nowhere, data_root=None, sha256=INLINE_SHA256, spec_path=nowhere
+    )
+    return plan_for(benchmark, protocol=DEFAULT_PROTOCOL, rule=rule)
 
 
 class Catalogue:
@@ -107,14 +161,18 @@ class Catalogue:
 
     def __init__(self, settings: ScorerSettings) -> None:
         self.settings = settings
-        inline_rule = rule_for(GraderKind.OBJECTIVE, settings.rule or "strict")
-        assert isinstance(inline_rule, ObjectiveRule)
-        self.inline_rule: ObjectiveRule = inline_rule
+        self.inline_plan = inline_plan(settings.rule or "strict")
+        """The plan of every inline problem (:func:`inline_plan`)."""
         self._lock = threading.Lock()
         self._plans: dict[str, tuple[EvaluationPlan, dict[str, Problem]]] = {}
         self.hidden: tuple[Path, ...] = ()
         """Folders hidden from programs: the data directory, the pinned sources, each named benchmark's."""
         self.data_dir: Path | None = None
+
+    @property
+    def inline_rule(self) -> Rule:
+        """The rule of inline problems (their plan's)."""
+        return self.inline_plan.rule
 
     def open(self) -> None:
         """Find the data and load the named benchmarks.
@@ -158,7 +216,7 @@ class Catalogue:
                 reference=reference,
                 instance_files=dict(problem.files),
             )
-            return Target(INLINE_BENCHMARK, record, None, self.inline_rule, problem)
+            return Target(INLINE_BENCHMARK, record, self.inline_plan, problem)
         with self._lock:
             loaded = self._plans.get(problem.benchmark)
             if loaded is None:
@@ -179,7 +237,7 @@ class Catalogue:
                 f"benchmark '{problem.benchmark}' has no problem '{problem.problem_id}'",
                 hint=f"ids look like {examples}",
             )
-        return Target(plan.benchmark.name, found, plan, None, problem)
+        return Target(plan.benchmark.name, found, plan, problem)
 
     def _load(self, name: str) -> tuple[EvaluationPlan, dict[str, Problem]]:
         """Load and plan benchmark ``name`` (the caller holds the lock)."""

@@ -7,9 +7,12 @@ another environment (its own torch, its own machine) than the grader::
 
 Each call posts the batch to ``/v1/score`` and returns the rewards in order. Rows name their
 problems as :class:`~.trl.TrlReward`'s do (a ``trex_problem`` JSON column, or ``benchmark`` +
-``problem_id``). A 429 (the server's queue is full) is retried after its ``Retry-After``; any
+``problem_id``). A 429 (the server's queue is full) and a 503 that carries a ``Retry-After``
+(the bytes of bodies or the connections it holds at their limit) are retried after it; any
 other failure raises, with the server's message: a reward that silently fell back to 0 would
-train on noise. Imports nothing of trex-eval beyond this module (standard library and httpx).
+train on noise. A rollout the server did not grade (its deadline passed, or the harness failed on
+it: ``reward`` null, verdict ``not_run``) is ``None``, TRL's "no reward", never 0. Imports nothing
+of trex-eval beyond this module (standard library and httpx).
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ class RemoteReward:
         self.last_records: list[dict[str, Any]] = []
         self._client = httpx.Client(timeout=timeout_s + 30.0)
 
-    def __call__(self, prompts: Any = None, completions: Any = None, **columns: Any) -> list[float]:
+    def __call__(self, prompts: Any = None, completions: Any = None, **columns: Any) -> list[float | None]:
         texts = [completion_text(item) for item in completions or ()]
         try:
             named = row_problems(len(texts), columns)
@@ -109,13 +112,17 @@ class RemoteReward:
                 raise RemoteRewardError(
                     f"the reward server at {self.url} could not be reached: {error}"
                 ) from None
-            if answer.status_code != 429:
+            # 429 (queue full) and a 503 with Retry-After (bodies or connections at their limit,
+            # or the server draining for a restart) are waited out, at most `retries` times.
+            if answer.status_code != 429 and not (
+                answer.status_code == 503 and "retry-after" in answer.headers
+            ):
                 break
             time.sleep(float(answer.headers.get("retry-after", "1")))
         if answer.status_code != 200:
             raise RemoteRewardError(f"the reward server answered {answer.status_code}: {answer.text[:2000]}")
         self.last_records = answer.json()["records"]
-        return [float(record["reward"]) for record in self.last_records]
+        return [None if record["reward"] is None else float(record["reward"]) for record in self.last_records]
 
     def close(self) -> None:
         self._client.close()

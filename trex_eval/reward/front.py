@@ -6,12 +6,14 @@ scoring (blocking and asyncio), key lookup and the description of what grades. A
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TypeVar
 
 from trex_eval.errors import ConfigError
 from trex_eval.reward.catalogue import Catalogue, ScorerSettings, Target
+from trex_eval.reward.deadline import Batch, Missed, new_tenant, not_graded
 from trex_eval.reward.policy import RewardPolicy, get_policy
 from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest, Rollout
 
@@ -78,8 +80,13 @@ class ScorerFront:
         """The problem ready to grade (:meth:`.catalogue.Catalogue.target`)."""
         return self.catalogue.target(problem)
 
-    def score(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
-        """One record per request, in order; blocks until all are graded.
+    def score(
+        self, requests: Sequence[RewardRequest], *, deadline_s: float | None = None
+    ) -> list[RewardRecord]:
+        """One record per request, in order; blocks until all are graded, or ``deadline_s``
+        seconds at most: a rollout not graded by then has no reward (``reward`` None, ``not_run``,
+        :mod:`.deadline`). A call is one tenant of the fair sandbox lanes: calls from several
+        threads at once share the lanes round robin, whatever their sizes.
 
         Raises:
             ConfigError: called from a running event loop (use :meth:`ascore`), or a request names
@@ -88,18 +95,37 @@ class ScorerFront:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.ascore(requests))
+            return asyncio.run(self.ascore(requests, deadline_s=deadline_s))
         raise ConfigError(
             f"{type(self).__name__}.score was called inside a running event loop",
             hint="await scorer.ascore(requests) there instead",
         )
 
-    async def ascore(self, requests: Sequence[RewardRequest]) -> list[RewardRecord]:
-        """:meth:`score` for asyncio code: the rollouts run concurrently."""
+    async def ascore(
+        self, requests: Sequence[RewardRequest], *, deadline_s: float | None = None
+    ) -> list[RewardRecord]:
+        """:meth:`score` for asyncio code: the rollouts run concurrently.
+
+        Raises:
+            Exception: the first harness failure of a rollout graded in time (as :meth:`score`).
+        """
         targets = [self.target(request.problem) for request in requests]  # fail before running any
-        pairs = zip(targets, requests, strict=True)
-        return list(
-            await asyncio.gather(
-                *(self.score_target(target, request.completion) for target, request in pairs)
-            )
+        started = time.monotonic()
+        batch = Batch(
+            [
+                self.score_target(target, request.completion)
+                for target, request in zip(targets, requests, strict=True)
+            ],
+            tenant=new_tenant("call"),
+            deadline_s=deadline_s,
         )
+        records = []
+        for target, outcome in zip(targets, await batch.settle(), strict=True):
+            if isinstance(outcome, Missed):
+                if outcome.error is not None:
+                    raise outcome.error
+                outcome = not_graded(
+                    target, outcome, policy=self.policy.spec, elapsed_s=time.monotonic() - started
+                )
+            records.append(outcome)
+        return records

@@ -80,11 +80,18 @@ class RewardRecord(Record):
     ``rule`` (``name@version``) are the grade as a run would store it; ``stage`` is the furthest
     stage the rollout reached (``no_code``, ``format``, ``executes``, ``feasible``, ``correct``);
     ``status`` is the sandbox's execution status (None when nothing ran).
+
+    ``reward`` is None ("no reward", JSON ``null``) for a rollout the harness did not grade for
+    reasons of its own: its request's deadline passed while it waited for a lane, ran, or was
+    being graded, or the harness failed while grading it. Its ``verdict`` is then ``not_run``,
+    its ``stage`` ``not_graded`` and its ``reason`` says where it was; it says nothing of the
+    program, and a trainer must not read it as a wrong answer. A program that ran over its own
+    limits is graded (``timeout``, ``memory_limit``...) and paid like any failure.
     """
 
     benchmark: str
     problem_id: str
-    reward: float
+    reward: float | None
     verdict: Verdict
     reason: Text
     rule: str

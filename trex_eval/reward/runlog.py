@@ -30,7 +30,6 @@ rule: :meth:`RewardRunLog.check`).
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -38,8 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trex_eval.errors import StoreError
-from trex_eval.extract import extract
-from trex_eval.protocols.plan import EvaluationPlan
+from trex_eval.protocols.plan import EvaluationPlan, benchmark_entry
 from trex_eval.records import (
     BackendSpec,
     Completion,
@@ -54,9 +52,8 @@ from trex_eval.records import (
 )
 from trex_eval.report.runs import natural_key
 from trex_eval.report.summary import render_summary_markdown, summarize, summary_json
-from trex_eval.reward.catalogue import INLINE_BENCHMARK, Target
+from trex_eval.reward.catalogue import INLINE_BENCHMARK, INLINE_SHA256, Target
 from trex_eval.reward.records import RewardRecord, RewardRequest, Rollout
-from trex_eval.run.prepare import benchmark_entry
 from trex_eval.store import (
     MANIFEST,
     REWARD_LOG_BACKEND,
@@ -344,7 +341,7 @@ def _selected(manifest: RunManifest, where: Path, target: Target) -> RunManifest
 def unfinished_rollout(target: Target, request: RewardRequest, record: RewardRecord) -> Rollout:
     """The evidence of a rollout answered without being graded (``record`` is ``not_run``)."""
     completion = Completion(problem_id=target.problem.id, sample_index=0, text=request.completion)
-    program = target.plan.extract(completion) if target.plan else extract(completion, extractor="default")
+    program = target.plan.extract(completion)
     return Rollout(
         record=record,
         completion=completion,
@@ -383,17 +380,16 @@ def _store(store: RunStore, item: LoggedRollout, slot: int) -> None:
 def _entry(target: Target) -> BenchmarkEntry:
     """The manifest entry of the target's benchmark, selecting its problem only."""
     ids = (target.problem.id,)
-    if target.plan is None:
-        assert target.rule is not None
+    if target.inline:
         return BenchmarkEntry(
             name=INLINE_BENCHMARK,
             title="Inline problems (each request gave its label)",
             version=_INLINE_VERSION,
-            sha256=_INLINE_SHA256,
+            sha256=INLINE_SHA256,
             problems=1,
             grader=GraderKind.OBJECTIVE,
-            rule=target.rule.spec,
-            rule_description=target.rule.description,
+            rule=target.plan.rule.spec,
+            rule_description=target.plan.rule.description,
             extractor="default",
             prompt_set=TRAINER_PROMPT_SET,
             template_sha256="",
@@ -411,14 +407,12 @@ def _entry(target: Target) -> BenchmarkEntry:
 
 
 _INLINE_VERSION = 1
-_INLINE_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 def _identity(target: Target) -> tuple[int, str, str]:
     """What an epoch's entry must match to take the target's rollouts: data version, sha256, rule."""
-    if target.plan is None:
-        assert target.rule is not None
-        return (_INLINE_VERSION, _INLINE_SHA256, target.rule.spec)
+    if target.inline:
+        return (_INLINE_VERSION, INLINE_SHA256, target.plan.rule.spec)
     return (target.plan.benchmark.spec.version, target.plan.benchmark.sha256, target.plan.rule.spec)
 
 

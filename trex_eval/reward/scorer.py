@@ -1,7 +1,8 @@
 """The verified grader as a reward function: score batches of (problem, completion) rollouts.
 
 :class:`RewardScorer` holds one warm sandbox pool and the benchmarks it was asked for, and grades
-each rollout exactly as a run grades a sample (the benchmark's protocol, extractor, limits and
+each rollout exactly as a run grades a sample (the run's own judge,
+:class:`~trex_eval.protocols.judge.SampleJudge`: the benchmark's protocol, extractor, limits and
 rule; every pass re-derived by the harness's own re-solve), then pays it by a named policy
 (:mod:`.policy`). It is safe to share: :meth:`score` may be called from many threads at once,
 and :meth:`ascore` from any event loop; a batch's rollouts run concurrently on the pool's lanes.
@@ -15,32 +16,35 @@ hidden folder already (a shipped benchmark); otherwise the call fails and says t
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
-import logging
 import threading
-import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from trex_eval.errors import ConfigError
-from trex_eval.extract import extract
-from trex_eval.protocols.plan import judged
-from trex_eval.records import (
-    Completion,
-    ExecStatus,
-    Execution,
-    Grade,
-    ObjectiveReference,
-    Program,
-    SandboxLimits,
-)
-from trex_eval.reward.catalogue import INLINE_BENCHMARK, ScorerSettings, Target
+from trex_eval.fairness import FairGate
+from trex_eval.protocols.judge import SampleJudge
+from trex_eval.protocols.plan import EvaluationPlan
+from trex_eval.records import Completion, Execution, Problem, Program, SandboxLimits
+from trex_eval.reward.catalogue import ACCEPT_WEAK_ISOLATION, INLINE_BENCHMARK, ScorerSettings, Target
 from trex_eval.reward.front import ScorerFront
 from trex_eval.reward.records import RewardRecord, RewardTimings, Rollout
-from trex_eval.run.session import ReferenceModels
-from trex_eval.sandbox import Job, SandboxPool
+from trex_eval.sandbox import SandboxPool
+from trex_eval.sandbox.isolation import floor_refusal
 
 __all__ = ["INLINE_BENCHMARK", "RewardScorer", "ScorerSettings", "Target"]
 
-logger = logging.getLogger("trex_eval.reward")
+T = TypeVar("T")
+
+GRADING_THREADS = 64
+"""Threads the scorer grades on (judging, re-solve waits, diagnosis). Most of their time is spent
+waiting for a verifier process, in the fair order of :mod:`trex_eval.fairness`; a pool this size
+keeps one request's waiting rollouts from holding every thread (asyncio's default executor has
+``cores + 4``), which would put another request back in first-come-first-served order."""
+GRADING_RESERVE = 4
+"""Grading threads kept for requests that hold none (see :class:`~trex_eval.fairness.FairGate`)."""
 
 
 class RewardScorer(ScorerFront):
@@ -53,8 +57,16 @@ class RewardScorer(ScorerFront):
     def __init__(self, settings: ScorerSettings | None = None) -> None:
         super().__init__(settings)
         self._lock = threading.Lock()
-        self._references = ReferenceModels()
+        # The same judge as a run's (trex_eval.protocols.judge); the policy decides whether a
+        # wrong claim is re-solved too.
+        self._judge = SampleJudge(
+            diagnose=self.settings.diagnose,
+            verify_wrong=self.policy.verify_wrong,
+            offload=self._in_grading_thread,
+        )
         self._pool: SandboxPool | None = None
+        self._graders = ThreadPoolExecutor(GRADING_THREADS, thread_name_prefix="trex-grade")
+        self._grading_gate = FairGate(GRADING_THREADS, name="grading thread", reserve=GRADING_RESERVE)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -63,6 +75,8 @@ class RewardScorer(ScorerFront):
 
         Raises:
             DataError, BenchmarkError: the data or a named benchmark cannot be found or read.
+            SandboxError: the isolation level in force is below bubblewrap and the settings did
+                not name it (``isolation="auto"``), or the level they name does not work here.
         """
         with self._lock:
             if self._pool is not None:
@@ -71,11 +85,19 @@ class RewardScorer(ScorerFront):
             pool = SandboxPool(
                 limits=SandboxLimits(),
                 workers=self.settings.workers,
-                verify=False,  # judged below, as a run does: only where the verdict hangs on it
                 isolation=self.settings.isolation,  # type: ignore[arg-type]
                 hidden=tuple(str(path) for path in self.catalogue.hidden),
             )
             pool.start()
+            refusal = floor_refusal(
+                pool.isolation_report,
+                asked=self.settings.isolation,
+                needed_by="rewards",
+                accept=ACCEPT_WEAK_ISOLATION,
+            )
+            if refusal is not None:
+                pool.close()
+                raise refusal
             self._pool = pool
         return self
 
@@ -88,7 +110,30 @@ class RewardScorer(ScorerFront):
 
     def _where(self) -> dict[str, object]:
         pool = self._pool
-        return {"sandbox": pool.describe() if pool is not None else None}
+        if pool is None:
+            return {"isolation": None, "sandbox": None}
+        return {"isolation": pool.isolation, "sandbox": pool.describe()}
+
+    async def _in_grading_thread(self, call: Callable[[], T]) -> T:
+        """``call()`` on one of the scorer's grading threads, in this task's context (its tenant
+        and deadline, as ``asyncio.to_thread`` would carry them). The threads are lent in the fair
+        order of :mod:`trex_eval.fairness`, a few kept for requests holding none: a request with
+        hundreds of rollouts waiting for verifier processes cannot keep another request's
+        rollout from even reaching the verifier's queue.
+
+        Raises:
+            DeadlinePassed: the request's deadline passed while it waited for a thread.
+        """
+        grant = await self._grading_gate.acquire()
+        try:
+            running = self._graders.submit(contextvars.copy_context().run, call)
+        except BaseException:
+            grant.release()
+            raise
+        # The slot is given back when the thread's work ends (on that thread), not when this task
+        # stops waiting for it: a cancelled task, or a closed loop, leaves the call running.
+        running.add_done_callback(lambda _: grant.release())
+        return await asyncio.shield(asyncio.wrap_future(running))
 
     async def score_rollout(self, target: Target, text: str) -> Rollout:
         pool = self._pool
@@ -96,42 +141,18 @@ class RewardScorer(ScorerFront):
             raise ConfigError(
                 "the reward scorer is not started", hint="use `with RewardScorer(...)` or call start()"
             )
-        started = time.perf_counter()
         completion = Completion(problem_id=target.problem.id, sample_index=0, text=text)
-        program = target.plan.extract(completion) if target.plan else extract(completion, extractor="default")
-        extracted = time.perf_counter()
-        executed = extracted
-        if program.code is None:
-            execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
-            grade = self._grade(target, execution)
-        else:
-            execution = await self._run(pool, target, program)
-            executed = time.perf_counter()
-            execution, grade = await asyncio.to_thread(self._judge, target, execution)
-            if (
-                target.plan is not None
-            ):  # a rule's conversion fallback (optmath:fallback=true), as a run has it
-                grade = await target.plan.fallback(
-                    target.problem,
-                    program,
-                    grade,
-                    run=functools.partial(self._run, pool, target),
-                    reference_model=self._references,
-                )
-        if self.settings.diagnose and target.plan is not None and not grade.passed:
-            try:
-                grade = await asyncio.to_thread(
-                    functools.partial(target.plan.diagnosed, reference_model=self._references),
-                    target.problem,
-                    completion,
-                    execution,
-                    grade,
-                )
-            except Exception:  # a diagnosis never costs a rollout its reward: it keeps the grade
-                logger.exception("diagnosis of a %s rollout failed", target.benchmark)
+        run = functools.partial(self._run, pool, target.plan)
+        judged = await self._judge.judge(
+            target.plan,
+            target.problem,
+            completion,
+            run=functools.partial(run, target.problem),
+            run_reference=run,
+        )
+        program, execution, grade = judged.program, judged.execution, judged.grade
         ran = None if program.code is None else execution  # what the policy calls "nothing ran"
         reward, stage = self.policy.pay(grade.verdict, ran, program)
-        done = time.perf_counter()
         solve = execution.last_solve
         record = RewardRecord(
             benchmark=target.benchmark,
@@ -146,36 +167,18 @@ class RewardScorer(ScorerFront):
             objective=None if solve is None else solve.verified_objective,
             diagnosis=grade.diagnosis,
             timings=RewardTimings(
-                extract_s=extracted - started,
-                execute_s=executed - extracted,
-                grade_s=done - executed,
-                total_s=done - started,
+                extract_s=judged.extract_s,
+                execute_s=judged.execute_s,
+                grade_s=judged.grade_s,
+                total_s=judged.extract_s + judged.execute_s + judged.grade_s,
             ),
         )
         return Rollout(
             record=record, completion=completion, program=program, execution=execution, grade=grade
         )
 
-    async def _run(self, pool: SandboxPool, target: Target, program: Program) -> Execution:
-        job, limits = self._job(target, program)
-        return await pool.arun(job, limits=limits)
-
-    def _job(self, target: Target, program: Program) -> tuple[Job, SandboxLimits]:
-        if target.plan is not None:
-            return target.plan.job(target.problem, program), target.plan.limits
-        assert program.code is not None
-        return Job(
-            code=program.code, files=dict(target.problem.instance_files), expect="solve"
-        ), SandboxLimits()
-
-    def _grade(self, target: Target, execution: Execution) -> Grade:
-        if target.plan is not None:
-            return target.plan.grade(target.problem, execution, reference_model=self._references)
-        assert target.rule is not None and isinstance(target.problem.reference, ObjectiveReference)
-        return target.rule.grade(execution, target.problem.reference)
-
-    def _judge(self, target: Target, execution: Execution) -> tuple[Execution, Grade]:
-        """The grade, re-solving the captured model where the verdict (or the policy) needs it."""
-        return judged(
-            functools.partial(self._grade, target), execution, verify_wrong=self.policy.verify_wrong
-        )
+    @staticmethod
+    async def _run(pool: SandboxPool, plan: EvaluationPlan, problem: Problem, program: Program) -> Execution:
+        """``program`` run for ``problem`` as ``plan`` runs programs (a rollout's, a conversion of
+        it, or a reference program for a diagnosis), on one of the pool's fair lanes."""
+        return await pool.arun(plan.job(problem, program), limits=plan.limits)

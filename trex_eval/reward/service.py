@@ -3,10 +3,18 @@ house, refusal when full or draining), per-request deadlines, metrics and the re
 
 Back-pressure counts rollouts, not requests: a batch is admitted whole only when every one of its
 rollouts fits under ``max_pending`` (else :class:`Busy`, HTTP 429). A rollout stays counted until
-its grading really ends, also past its request's deadline (the sandbox still runs it), so the
-count is the load, not the promises. Once :meth:`RewardService.drain` is called, new batches are
-refused (:class:`Draining`, HTTP 503) and :meth:`RewardService.wait_idle` returns when the last
-admitted rollout is done.
+its grading really ends, also past its request's deadline, so the count is the load, not the
+promises; past the deadline that is soon: one waiting for a lane gives its place up, one running
+is stopped by its wall limit, which the deadline cut, and none is graded. Once
+:meth:`RewardService.drain` is called, new batches are refused (:class:`Draining`, HTTP 503)
+and :meth:`RewardService.wait_idle` returns when the last admitted rollout is done.
+
+Each request is one tenant of the fair sandbox lanes (:mod:`trex_eval.fairness`): a free
+lane goes to the request holding the fewest, so a request's many or slow rollouts cannot keep
+another request's rollouts waiting behind all of them. A rollout not graded by its request's
+deadline (waiting for a lane, running, being graded) or whose grading failed in the harness gets
+no reward: ``reward`` None (JSON ``null``), verdict ``not_run``, the reason saying where it was
+(:mod:`.deadline`); ``trex_reward_not_graded_total`` counts them by cause.
 """
 
 from __future__ import annotations
@@ -23,18 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from trex_eval.records import Verdict
 from trex_eval.reward.catalogue import Target
+from trex_eval.reward.deadline import DEADLINE, HARNESS_FAILURE, Batch, Missed, not_graded
 from trex_eval.reward.policy import RewardPolicy
 from trex_eval.reward.records import (
     InlineProblem,
     ProblemKey,
     RewardRecord,
     RewardRequest,
-    RewardTimings,
     Rollout,
 )
 from trex_eval.reward.runlog import LoggedRollout, RewardRunLog, unfinished_rollout
+from trex_eval.verify import verifier_lanes
 
 MAX_QUEUED_WRITES = 256
 """Request batches waiting for the reward log's writer at most; more are dropped and reported."""
@@ -71,13 +79,26 @@ class Draining(Exception):
 class ServiceLimits:
     """``max_pending``: rollouts admitted and not yet graded, at most; ``max_batch``: rollouts in
     one request, at most; ``deadline_s``: the default (and largest) seconds a request may take —
-    rollouts not graded by then are answered ``not_run`` with reward 0; ``max_body_bytes``: the
-    largest request body read."""
+    rollouts not graded by then are answered ``not_run`` with no reward (None); ``max_body_bytes``:
+    the largest request body read.
+
+    The HTTP front's limits (:mod:`.server`, :mod:`.intake`): ``max_connections``: connections
+    open at once, at most (at the cap a new one closes the longest-idle one, or is answered 503
+    when every open one has a request in progress); ``idle_timeout_s``: seconds a connection may
+    wait for its next request (first byte) before it is closed; ``request_timeout_s``: seconds a
+    request may take to arrive from its first byte to its last (else 408 and closed), and an
+    answer to be taken by the client (else the connection is dropped); ``body_budget_bytes``: the
+    bytes of request bodies held at once, server-wide (a body that would pass it is answered 503
+    with ``Retry-After`` before it is read; one larger than the whole budget, 413)."""
 
     max_pending: int = 4096
     max_batch: int = 2048
     deadline_s: float = 600.0
     max_body_bytes: int = 256 << 20
+    max_connections: int = 512
+    idle_timeout_s: float = 60.0
+    request_timeout_s: float = 60.0
+    body_budget_bytes: int = 512 << 20
 
 
 class RewardService:
@@ -116,6 +137,7 @@ class RewardService:
         self._idle.set()
         self._requests: Counter[str] = Counter()
         self._verdicts: Counter[str] = Counter()
+        self._not_graded: Counter[str] = Counter()
         self._reward_sum = 0.0
         self._latency = [0] * (len(LATENCY_BUCKETS_S) + 1)
         self._latency_sum = 0.0
@@ -148,29 +170,47 @@ class RewardService:
         started = time.perf_counter()
         self._admit(len(requests))
         self._open += 1  # idle only once this request's records are handed to the log too
+        self._next_id += 1
+        request_id = self._next_id
         try:
-            tasks = [
-                asyncio.ensure_future(self._graded(target, request.completion))
-                for target, request in zip(targets, requests, strict=True)
-            ]
-            for task in tasks:
+            batch = Batch(
+                [
+                    self._graded(target, request.completion)
+                    for target, request in zip(targets, requests, strict=True)
+                ],
+                tenant=f"request-{request_id}",
+                deadline_s=deadline,
+            )
+            for task in batch.tasks:
                 task.add_done_callback(self._release)
-            left = max(0.0, deadline - (time.perf_counter() - started))
-            done, _ = await asyncio.wait(tasks, timeout=left)
+            try:
+                outcomes = await batch.settle()
+            except asyncio.CancelledError:  # nobody waits for the answer (the client left)
+                for task in batch.tasks:
+                    task.cancel()
+                raise
             graded = [
-                task.result()
-                if task in done and task.exception() is None
-                else (_unfinished(target, task, deadline, self.scorer.policy.spec), None)
-                for task, target in zip(tasks, targets, strict=True)
+                self._missed(target, outcome, time.perf_counter() - started)
+                if isinstance(outcome, Missed)
+                else outcome
+                for target, outcome in zip(targets, outcomes, strict=True)
             ]
             records = [record for record, _ in graded]
-            self._observe(records, time.perf_counter() - started)
+            self._observe(request_id, records, time.perf_counter() - started)
             if self.runlog is not None:
                 self._store(list(zip(targets, requests, graded, strict=True)))
             return records
         finally:
             self._open -= 1
             self._settle()
+
+    def _missed(
+        self, target: Target, missed: Missed, elapsed_s: float
+    ) -> tuple[RewardRecord, Rollout | None]:
+        self._not_graded[missed.cause] += 1
+        if missed.cause == HARNESS_FAILURE:  # the operator's to see: the trainer only gets null
+            self.report(f"a rollout of {target.benchmark} {target.problem.id}: {missed.reason}")
+        return not_graded(target, missed, policy=self.scorer.policy.spec, elapsed_s=elapsed_s), None
 
     async def _graded(self, target: Target, text: str) -> tuple[RewardRecord, Rollout | None]:
         """The record, with its evidence when there is a run log to store it in."""
@@ -241,17 +281,16 @@ class RewardService:
         if self.pending == 0 and self._open == 0:
             self._idle.set()
 
-    def _observe(self, records: list[RewardRecord], elapsed_s: float) -> None:
-        self._next_id += 1
+    def _observe(self, request_id: int, records: list[RewardRecord], elapsed_s: float) -> None:
         for record in records:
             self._verdicts[record.verdict.value] += 1
-            self._reward_sum += record.reward
+            self._reward_sum += record.reward or 0.0
         self._latency[_bucket(elapsed_s)] += 1
         self._latency_sum += elapsed_s
         if self.log is not None:
             stamp = time.time()
             lines = "".join(
-                json.dumps({"request": self._next_id, "time": stamp, **record.model_dump(mode="json")}) + "\n"
+                json.dumps({"request": request_id, "time": stamp, **record.model_dump(mode="json")}) + "\n"
                 for record in records
             )
             with self._log_lock, self.log.open("a", encoding="utf-8") as handle:
@@ -272,12 +311,24 @@ class RewardService:
                 f'trex_reward_rollouts_total{{verdict="{key}"}} {value}'
                 for key, value in sorted(self._verdicts.items())
             ),
-            "# HELP trex_reward_reward_sum Sum of the rewards paid.",
+            "# HELP trex_reward_not_graded_total Rollouts answered with no reward (null, not_run): "
+            "the server did not grade them, by cause (deadline: their request's deadline passed "
+            "first; harness_failure: grading failed in the harness).",
+            "# TYPE trex_reward_not_graded_total counter",
+            *(
+                f'trex_reward_not_graded_total{{cause="{key}"}} {self._not_graded[key]}'
+                for key in (DEADLINE, HARNESS_FAILURE)
+            ),
+            "# HELP trex_reward_reward_sum Sum of the rewards paid (rollouts with no reward add nothing).",
             "# TYPE trex_reward_reward_sum counter",
             f"trex_reward_reward_sum {self._reward_sum}",
             "# HELP trex_reward_pending Rollouts admitted and not yet graded.",
             "# TYPE trex_reward_pending gauge",
             f"trex_reward_pending {self.pending}",
+            "# HELP trex_verifier_replaced_total Verifier processes of this process ended (a re-solve "
+            "or model-file reading over its CPU budget, or a crash) and replaced.",
+            "# TYPE trex_verifier_replaced_total counter",
+            f"trex_verifier_replaced_total {verifier_lanes().replaced}",
             "# HELP trex_reward_request_seconds Seconds from admission to answer, per request.",
             "# TYPE trex_reward_request_seconds histogram",
         ]
@@ -300,24 +351,27 @@ def _bucket(seconds: float) -> int:
     return len(LATENCY_BUCKETS_S)
 
 
-def _unfinished(
-    target: Target, task: asyncio.Future[tuple[RewardRecord, Rollout | None]], deadline_s: float, policy: str
-) -> RewardRecord:
-    """The record of a rollout not graded in time, or whose grading raised (a harness failure:
-    the reason names it; it is never paid)."""
-    error = task.exception() if task.done() and not task.cancelled() else None
-    if error is not None:
-        reason = f"harness failure while grading: {type(error).__name__}: {error}"[:500]
+def health_view(described: dict[str, object]) -> dict[str, object]:
+    """What ``/health`` shows of a scorer's description: what an operator checks (policy, rules,
+    benchmarks, the isolation level in force, sandbox lanes; Ray actors) and nothing that names a
+    path, a command line or a host."""
+    view = {
+        key: described.get(key)
+        for key in ("policy", "protocol", "rule_override", "inline_rule", "benchmarks")
+    }
+    ray = described.get("ray")
+    if isinstance(ray, dict):
+        placement = [actor for actor in ray.get("placement", []) if isinstance(actor, dict)]
+        levels = {str(actor.get("isolation")) for actor in placement}
+        view["lanes"] = sum(_lanes(actor.get("sandbox")) for actor in placement)
+        view["ray_actors"] = ray.get("actors")
     else:
-        reason = f"the request's deadline ({deadline_s:g} s) passed before this rollout was graded"
-    return RewardRecord(
-        benchmark=target.benchmark,
-        problem_id=target.problem.id,
-        reward=0.0,
-        verdict=Verdict.NOT_RUN,
-        reason=reason,
-        rule=target.rule_spec,
-        policy=policy,
-        stage="no_code",
-        timings=RewardTimings(total_s=deadline_s),
-    )
+        levels = {str(described.get("isolation"))}
+        view["lanes"] = _lanes(described.get("sandbox"))
+    view["isolation"] = "/".join(sorted(levels)) or None
+    return view
+
+
+def _lanes(sandbox: object) -> int:
+    workers = sandbox.get("workers") if isinstance(sandbox, dict) else None
+    return workers if isinstance(workers, int) else 0

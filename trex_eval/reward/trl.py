@@ -8,6 +8,11 @@ The dataset's rows name their problems (a ``trex_problem`` column, as ``trex-eva
 writes it, or ``benchmark`` + ``problem_id`` columns; :mod:`.problems`). The scorer starts on the
 first call (a few seconds) and stops when the object is closed or the interpreter exits. TRL
 names the reward's log column after ``__name__``.
+
+A rollout the harness did not grade (the call's ``deadline_s`` passed first) is ``None``, TRL's
+"no reward": TRL turns it into NaN, which its per-function reward metrics skip (``nanmean``); it
+warns when every reward function gave None for a row, whose summed reward is then 0
+(``nansum``). A graded failure is 0.0 (or the policy's stage), never None.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ class TrlReward:
     """A TRL reward function backed by a :class:`~.scorer.RewardScorer` (its own, made from
     ``settings``, unless ``scorer`` is given and already started by the caller).
 
+    ``deadline_s``: seconds one call may take at most (None: until every rollout is graded);
+    a rollout not graded by then is None. Each call is one tenant of the scorer's fair lanes.
     ``last_records`` holds the records of the latest call, for logging verdicts beside rewards.
     """
 
@@ -34,14 +41,16 @@ class TrlReward:
         *,
         scorer: RewardScorer | None = None,
         name: str = "trex_eval",
+        deadline_s: float | None = None,
     ) -> None:
         self.__name__ = name
+        self.deadline_s = deadline_s
         self._own = scorer is None
         self._scorer = scorer or RewardScorer(settings)
         self._started = not self._own
         self.last_records: list[RewardRecord] = []
 
-    def __call__(self, prompts: Any = None, completions: Any = None, **columns: Any) -> list[float]:
+    def __call__(self, prompts: Any = None, completions: Any = None, **columns: Any) -> list[float | None]:
         texts = [completion_text(item) for item in completions or ()]
         columns.pop("completion_ids", None)
         columns.pop("trainer_state", None)
@@ -55,7 +64,7 @@ class TrlReward:
             RewardRequest.model_validate({"problem": p, "completion": t, "prompt": q})
             for p, t, q in zip(problems, texts, asked, strict=True)
         ]
-        self.last_records = self._scorer.score(requests)
+        self.last_records = self._scorer.score(requests, deadline_s=self.deadline_s)
         return [record.reward for record in self.last_records]
 
     def close(self) -> None:

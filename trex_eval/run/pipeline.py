@@ -23,7 +23,6 @@ rules, prompt set, samples, limit, protocol), so a resumed run equals an uninter
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
 import re
@@ -40,6 +39,7 @@ from trex_eval.records import SampleRecord, Verdict
 from trex_eval.report.summary import RunSummary, render_summary_markdown, summarize, summary_json
 from trex_eval.run.prepare import prepare_benchmarks, run_settings
 from trex_eval.run.session import REPLAY_MISSING, Session
+from trex_eval.run.sigterm import run_main
 from trex_eval.run.spec import RunOptions, RunSpec, settings_diff, superseded_rule
 from trex_eval.store import (
     COMPLETIONS,
@@ -93,8 +93,9 @@ class RunResult:
 
 
 def run(spec: RunSpec, options: RunOptions | None = None) -> RunResult:
-    """Run (or resume) an evaluation. Blocking; see :func:`run_async`."""
-    return asyncio.run(run_async(spec, options))
+    """Run (or resume) an evaluation. Blocking; see :func:`run_async`. A SIGTERM cancels the run
+    and reaches the process's handler once the loop is closed (:mod:`trex_eval.run.sigterm`)."""
+    return run_main(run_async(spec, options))
 
 
 def resume_spec(run_dir: Path) -> RunSpec:
@@ -162,7 +163,8 @@ async def run_async(spec: RunSpec, options: RunOptions | None = None) -> RunResu
     store = _open_store(run_dir, options, settings)
     try:
         session = Session(spec, options, prepared, store)
-        await session.execute()
+        with session.progress.heartbeat():
+            await session.execute()
         return _finish(session)
     except BaseException:
         store.close()

@@ -14,7 +14,7 @@ from trex_eval.errors import BenchmarkError, ConfigError
 from trex_eval.grading import get_rule
 from trex_eval.prompting.fewshot import FewShotPool, PoolItem, SelectionPolicy, retrieval_text, select
 from trex_eval.prompting.render import UPSTREAM_SET, FewShotExample, PromptRenderer
-from trex_eval.protocols.plan import EvaluationPlan, plan_for
+from trex_eval.protocols.plan import EvaluationPlan, benchmark_entry, plan_for
 from trex_eval.records import GraderKind, Problem
 from trex_eval.run.repair import FEEDBACK_MODES, RepairTemplate
 from trex_eval.run.spec import RunSpec
@@ -113,37 +113,6 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[Prepared
         for item in prepared:
             item.shots = _few_shot_examples(item, spec)
     return prepared
-
-
-def benchmark_entry(
-    plan: EvaluationPlan,
-    *,
-    requested: str,
-    prompt_set: str,
-    template_sha256: str,
-    problems: int,
-    problem_ids: tuple[str, ...] | None,
-) -> BenchmarkEntry:
-    """The manifest entry of ``plan``'s benchmark as run: ``requested`` is how it was named (a YAML
-    path is recorded resolved, so a resumed or re-graded run finds it again)."""
-    bench = plan.benchmark
-    return BenchmarkEntry(
-        name=bench.name,
-        source=str(bench.spec_path.resolve()) if requested.endswith((".yaml", ".yml")) else requested,
-        skipped_rows=len(bench.row_errors),
-        title=bench.spec.title,
-        version=bench.spec.version,
-        sha256=bench.sha256,
-        problems=problems,
-        grader=bench.spec.grader.kind,
-        rule=plan.rule.spec,
-        rule_description=plan.rule.description,
-        extractor=plan.extractor,
-        prompt_set=prompt_set,
-        template_sha256=template_sha256,
-        limits=plan.limits,
-        problem_ids=problem_ids,
-    )
 
 
 def _problem_ids(name: str, ids: Sequence[str]) -> frozenset[str]:

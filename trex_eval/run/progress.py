@@ -2,13 +2,26 @@
 
 On a terminal this is one rich bar per benchmark. When stderr is not a terminal (a log file, CI,
 ``nohup``) bars would print nothing until the end, so plain lines are printed instead: one per
-benchmark every ``interval_s`` seconds while it moves, and one when it completes.
+benchmark at least every ``interval_s`` seconds (``TREX_PROGRESS_INTERVAL_S``, default 30) and
+one when it completes. A line due while nothing moved (a slow model, a retry back-off, programs
+queued for the sandbox, a server loading its model) is printed all the same by the heartbeat
+(:meth:`RunProgress.heartbeat`), ending with what the run is waiting on, as the waiting code
+reported it to the run's :class:`~trex_eval.waits.WaitBoard`::
+
+    nl4opt: graded 0/289 · generated 0 · correct 0 · pass@1 so far - · 1m16s · waiting on: a
+    model reply from http://127.0.0.1:8000/v1 ×8 (oldest 1m15s); a free request slot (option
+    concurrency) ×281 (oldest 1m16s)
+
+(one line in the log: wrapped here).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 
 from rich.console import Console
@@ -21,16 +34,49 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from trex_eval import config, waits
+from trex_eval.errors import ConfigError
+
 PLAIN_INTERVAL_S = 30.0
-"""Seconds between two plain progress lines of one benchmark (stderr not a terminal)."""
+"""Seconds between two plain progress lines of one benchmark (stderr not a terminal), unless
+``TREX_PROGRESS_INTERVAL_S`` says otherwise."""
+
+_STARTING = "the run to start (sandbox workers, model backend)"
+_IDLE = "no model request, back-off or sandbox run outstanding (the harness is grading)"
+
+
+def plain_interval_s() -> float:
+    """``TREX_PROGRESS_INTERVAL_S`` in seconds, else :data:`PLAIN_INTERVAL_S`.
+
+    Raises:
+        ConfigError: the variable is not a finite number of seconds > 0.
+    """
+    text = config.progress_interval()
+    if text is None:
+        return PLAIN_INTERVAL_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise ConfigError(
+            f"TREX_PROGRESS_INTERVAL_S={text!r} is not a number of seconds > 0",
+            where="environment",
+            hint="set it to the seconds between progress lines (e.g. 30), or unset it",
+        )
+    return value
 
 
 class RunProgress:
     """Progress display on stderr. ``benchmarks`` maps name -> (title, number of samples).
 
     With ``enabled=False`` nothing is drawn, but notes are still printed. ``console`` (default:
-    stderr) decides between bars (a terminal) and plain lines every ``interval_s`` seconds;
-    ``clock`` (default :func:`time.monotonic`, seconds) times them.
+    stderr) decides between bars (a terminal) and plain lines at least every ``interval_s``
+    seconds (default :func:`plain_interval_s`); ``clock`` (default :func:`time.monotonic`,
+    seconds) times them and the waits of :attr:`board`.
+
+    Raises:
+        ConfigError: ``interval_s`` left to the environment, which holds no valid interval.
     """
 
     def __init__(
@@ -39,15 +85,20 @@ class RunProgress:
         *,
         enabled: bool = True,
         console: Console | None = None,
-        interval_s: float = PLAIN_INTERVAL_S,
+        interval_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._console = console or Console(stderr=True)
         self._bars = enabled and self._console.is_terminal
         self._plain = enabled and not self._console.is_terminal
-        self._interval_s = interval_s
+        self._interval_s = plain_interval_s() if interval_s is None else interval_s
         self._clock = clock
         self._started = clock()
+        self.board = waits.WaitBoard(clock=clock)
+        """What the run waits on, filled by the code that waits while :meth:`heartbeat` runs."""
+        # The heartbeat thread and the event loop both print lines and stamp _printed_at.
+        self._lines = threading.Lock()
+        self._samples_started = False
         counts = TextColumn(
             "graded {task.completed:.0f}/{task.total:.0f} · generated {task.fields[generated]} "
             "· correct {task.fields[correct]} · pass@1 so far {task.fields[rate]}"
@@ -77,6 +128,7 @@ class RunProgress:
             self._printed_at[name] = self._started
 
     def __enter__(self) -> RunProgress:
+        self._samples_started = True
         self._progress.start()
         return self
 
@@ -120,13 +172,61 @@ class RunProgress:
         done = self._done[name]
         return f"{100 * self._passed[name] / done:.1f}%" if done else "-"
 
+    @contextlib.contextmanager
+    def heartbeat(self) -> Iterator[None]:
+        """For the block: :attr:`board` is the current :data:`~trex_eval.waits.BOARD` (the tasks and
+        threads started in it report their waits there) and, with plain lines, a thread prints
+        each unfinished benchmark's line once ``interval_s`` passed without one (:meth:`tick`).
+        Not re-entrant; the thread is stopped and joined when the block ends, however it ends."""
+        token = waits.BOARD.set(self.board)
+        stop = threading.Event()
+        beat = threading.Thread(target=self._beat, args=(stop,), name="trex-progress", daemon=True)
+        if self._plain:
+            beat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            if beat.is_alive():
+                beat.join()
+            waits.BOARD.reset(token)
+
+    def tick(self) -> None:
+        """Print the line of each unfinished benchmark that has had none for ``interval_s``
+        seconds, ending ``· waiting on: WHAT`` (plain lines only)."""
+        if not self._plain:
+            return
+        with self._lines:
+            now = self._clock()
+            due = [name for name in self._unfinished() if now - self._printed_at[name] >= self._interval_s]
+            if not due:
+                return
+            what = self.board.describe() or (_IDLE if self._samples_started else _STARTING)
+            for name in due:
+                self._printed_at[name] = now
+                self.note(f"{self.line(name)} · waiting on: {what}")
+
+    def _unfinished(self) -> list[str]:
+        return [name for name, total in self._totals.items() if self._done[name] < total]
+
+    def _beat(self, stop: threading.Event) -> None:
+        # Wakes when the next line falls due (never busier than 20 times a second).
+        while True:
+            with self._lines:
+                pending = [self._printed_at[name] for name in self._unfinished()]
+            wait_s = min(pending) + self._interval_s - self._clock() if pending else self._interval_s
+            if stop.wait(max(0.05, wait_s)):
+                return
+            self.tick()
+
     def _update(self, name: str) -> None:
         if self._plain:
-            now = self._clock()
-            finished = self._done[name] == self._totals[name]
-            if finished or now - self._printed_at[name] >= self._interval_s:
-                self._printed_at[name] = now
-                self.note(self.line(name))
+            with self._lines:
+                now = self._clock()
+                finished = self._done[name] == self._totals[name]
+                if finished or now - self._printed_at[name] >= self._interval_s:
+                    self._printed_at[name] = now
+                    self.note(self.line(name))
         self._progress.update(
             self._tasks[name],
             completed=self._done[name],

@@ -30,6 +30,7 @@ from trex_eval.backends.replay import ReplayOptions, load_index
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
 from trex_eval.grading import get_rule
+from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.records import GraderKind, SamplingParams
 from trex_eval.run import pipeline
 from trex_eval.run.preflight import missing_library_notes
@@ -71,6 +72,9 @@ class Regrade:
     passes: tuple[tuple[RunSpec, RunOptions], ...]
     root: Path | None
     notes: tuple[str, ...] = ()
+    protocol_line: str | None = None
+    """For a run directory: the protocol it is re-graded under and why (the run's own, or the
+    one ``--protocol`` named instead), one line for the user to see before it starts."""
 
     @property
     def several(self) -> bool:
@@ -82,7 +86,7 @@ def plan_regrade(
     *,
     data_dir: Path | None,
     rules: tuple[str, ...],
-    protocol: str,
+    protocol: str | None,
     fields: CompletionFields,
     workers: int = 2,
     limits: SandboxLimits | None = None,
@@ -96,6 +100,8 @@ def plan_regrade(
     default ``results/<run directory or file name>-regrade-<time>`` (``-grade-`` for a file), so
     a re-grade is never mistaken for the run it re-graded. ``diagnose`` stores why each failing
     sample failed (from the stored executions' captured models: nothing runs again for it).
+    ``protocol`` ``None`` keeps a run directory's own protocol (a completions file: the default
+    protocol); :attr:`Regrade.protocol_line` says which one a run directory is re-graded under.
 
     Raises:
         ConfigError: ``source`` is neither; a completions file comes without ``--benchmark``, or
@@ -119,6 +125,7 @@ def plan_regrade(
         diagnose=diagnose,
     )
     notes: tuple[str, ...] = ()
+    protocol_line = None
     if is_run:
         settings = RunStore(source).read_manifest().settings
         if settings.model.backend == REWARD_LOG_BACKEND:
@@ -128,6 +135,8 @@ def plan_regrade(
                 hint="read it with leaderboard, compare or report; for a diagnosis of each failing "
                 "rollout, serve with --diagnose",
             )
+        protocol_line = _protocol_line(protocol, settings.protocol)
+        protocol = protocol or settings.protocol
         if not rules and protocol == settings.protocol:
             _check_recorded_rules(source, settings)
         model = _replay_of_run(source, settings)
@@ -139,7 +148,9 @@ def plan_regrade(
             spec = RunSpec.from_settings(settings, model=model, protocol=protocol, rules=combo)
             return spec if limits is None else replace(spec, limits=limits)
     else:
-        base, notes = _completions_spec(source, data_dir=data_dir, protocol=protocol, fields=fields)
+        base, notes = _completions_spec(
+            source, data_dir=data_dir, protocol=protocol or DEFAULT_PROTOCOL, fields=fields
+        )
         base = base if limits is None else replace(base, limits=limits)
 
         def spec_for(combo: tuple[str, ...]) -> RunSpec:
@@ -147,7 +158,7 @@ def plan_regrade(
 
     combos = _rule_combinations(rules) or [()]
     if len(combos) == 1:
-        return Regrade(((spec_for(combos[0]), options),), root, notes)
+        return Regrade(((spec_for(combos[0]), options),), root, notes, protocol_line)
     passes: list[tuple[RunSpec, RunOptions]] = []
     for combo in combos:
         # A re-graded run's executions serve every pass; a completions file's programs run in the
@@ -155,7 +166,16 @@ def plan_regrade(
         reuse = options.reuse_executions or (passes[0][1].out if passes else None)
         name = _slug("+".join(get_rule(rule).spec for rule in combo))
         passes.append((spec_for(combo), replace(options, out=root / name, reuse_executions=reuse)))
-    return Regrade(tuple(passes), root, notes)
+    return Regrade(tuple(passes), root, notes, protocol_line)
+
+
+def _protocol_line(asked: str | None, recorded: str) -> str:
+    """The one line that says under which protocol a run directory is re-graded, and why."""
+    if asked is None:
+        return f"re-grading under protocol {recorded} (the run's own)"
+    if asked == recorded:
+        return f"re-grading under protocol {recorded} (the run's own; --protocol names it too)"
+    return f"re-grading under protocol {asked} (the run used {recorded}; --protocol given)"
 
 
 def run_regrade(regrade: Regrade) -> list[pipeline.RunResult]:

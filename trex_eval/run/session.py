@@ -10,52 +10,35 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Sequence
-from pathlib import Path
 
 from trex_eval.backends.base import Backend, GenerationRequest, create_backend
-from trex_eval.grading.lp import parse_lp
+from trex_eval.protocols.judge import SampleJudge
 from trex_eval.records import (
     Completion,
     ExecStatus,
     Execution,
     GraderKind,
-    LinearModel,
     Problem,
     Program,
     Prompt,
     SampleRecord,
-    StructureReference,
     Verdict,
 )
 from trex_eval.run import provenance
 from trex_eval.run.preflight import missing_library_notes
 from trex_eval.run.prepare import PreparedBenchmark
 from trex_eval.run.progress import RunProgress
-from trex_eval.run.reference_programs import ReferencePrograms
 from trex_eval.run.repair import RepairTemplate
 from trex_eval.run.repair_rounds import RETRIED, repair_rounds
 from trex_eval.run.reuse import reusable_executions
 from trex_eval.run.spec import RunOptions, RunSpec
-from trex_eval.sandbox import SandboxLimits, SandboxPool, warm_up_verification
+from trex_eval.sandbox import SandboxLimits, SandboxPool
 from trex_eval.store import CompletionLine, RunStore, SampleKey
+from trex_eval.verify import warm_up as warm_up_verification
 
 REPLAY_MISSING = "no recorded completion for "
 """How the ``replay`` backend's error for a sample its file does not hold begins: such a sample is
 graded :attr:`~trex_eval.records.Verdict.MISSING`, not ``api_error`` (nothing was requested)."""
-
-
-class ReferenceModels:
-    """Parses each reference LP once (thread-safe enough: parsing is idempotent)."""
-
-    def __init__(self) -> None:
-        self._cache: dict[str, LinearModel] = {}
-
-    def __call__(self, reference: StructureReference) -> LinearModel:
-        model = self._cache.get(reference.lp_path)
-        if model is None:
-            model = parse_lp(Path(reference.lp_path).read_text(encoding="utf-8"))
-            self._cache[reference.lp_path] = model
-        return model
 
 
 class Session:
@@ -105,7 +88,6 @@ class Session:
         self.pool = SandboxPool(
             limits=SandboxLimits(),
             workers=options.workers,
-            verify=False,  # the grading step verifies (EvaluationPlan.judge)
             isolation=options.isolation,  # type: ignore[arg-type]
             hidden=tuple(sorted(hidden)),
         )
@@ -122,8 +104,9 @@ class Session:
             {item.bench.name: (item.entry.title, len(item.problems) * spec.samples) for item in prepared},
             enabled=options.show_progress,
         )
-        self.references = ReferenceModels()
-        self.reference_programs = ReferencePrograms()
+        # One judge for every sample: the same sequence as the reward scorer's
+        # (trex_eval.protocols.judge), sharing the parsed reference models and programs.
+        self.judge = SampleJudge(diagnose=options.diagnose)
         self.generated_now = 0
         self.graded_now = 0
         self.executed_now = 0
@@ -284,43 +267,22 @@ class Session:
         round_index: int = 0,
     ) -> SampleRecord:
         plan = item.plan
-        program = plan.extract(completion)
-        if completion.error is not None:
+        if completion.error is not None:  # nothing to judge: no program, no diagnosis
+            program = plan.extract(completion)
             execution = Execution(status=ExecStatus.NOT_RUN, detail=f"no completion: {completion.error}")
             if self.spec.model.backend == "replay" and completion.error.startswith(REPLAY_MISSING):
                 grade = plan.failed(Verdict.MISSING, f"no completion recorded: {completion.error}")
             else:
                 grade = plan.failed(Verdict.API_ERROR, f"the model request failed: {completion.error}")
-        elif program.code is None:
-            execution = Execution(status=ExecStatus.NO_CODE, detail=program.reason)
-            grade = plan.grade(problem, execution, reference_model=self.references)
         else:
-            execution = await self._execution(item, problem, program, completion.sample_index, round_index)
-            # Claims are verified here, off the sandbox lanes, and only where a verdict hangs on it.
-            execution, grade = await asyncio.to_thread(
-                plan.judge, problem, execution, reference_model=self.references
-            )
-            # A rule's conversion fallback (optmath:fallback=true) runs its rewrites of a miss.
-            grade = await plan.fallback(
+            judged = await self.judge.judge(
+                plan,
                 problem,
-                program,
-                grade,
+                completion,
                 run=lambda code: self._execution(item, problem, code, completion.sample_index, round_index),
-                reference_model=self.references,
+                run_reference=lambda other, code: self._run_program(item, other, code),
             )
-        if self.options.diagnose and not grade.passed:
-            # Why it failed: edited copies of the captured model re-solved, off the event loop.
-            grade = await asyncio.to_thread(
-                plan.diagnosed, problem, completion, execution, grade, reference_model=self.references
-            )
-            # Still unexplained: the reference program's model, compared part by part.
-            grade = await self.reference_programs.refined(
-                grade,
-                problem,
-                execution,
-                run=lambda p, code: self._run_program(item, p, code),
-                code=program.code,
-            )
+            program, execution, grade = judged.program, judged.execution, judged.grade
         return SampleRecord(
             benchmark=item.bench.name,
             problem_id=problem.id,

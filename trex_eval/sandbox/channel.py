@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..linear_model import MAX_COLUMNS, MAX_NONZEROS, MAX_QUADRATIC_ROWS, MAX_QUADRATIC_TERMS, MAX_ROWS
 from ..records import LinearModel, ModelBinding, SolveRecord, SolveStatus, WrittenFile, finite_or_none
-from .verify.views import MAX_COLUMNS, MAX_NONZEROS, MAX_QUADRATIC_ROWS, MAX_QUADRATIC_TERMS, MAX_ROWS
 
 
 @dataclass

@@ -10,9 +10,11 @@ Levels, strongest first:
     private PID namespace, killed with the harness.
 ``unshare``
     Workers run under ``unshare``: no network, private PID and mount namespaces; in its mount
-    namespace each worker mounts a private ``/tmp`` (holding the jobs' directories, sized
-    ``disk_mib``) and ``/dev/shm`` (64 MiB), and an empty read-only ``/var/tmp``. The rest of
-    the host file system stays visible (and writable where the uid may write).
+    namespace each worker mounts an empty read-only ``/var/tmp``, makes every other mount of the
+    host read-only (but ``/proc``), and mounts a fresh private ``/tmp`` (holding the job's
+    directory, sized ``disk_mib``) and ``/dev/shm`` (64 MiB) for every job: jobs write nothing
+    else. The rest of the host file system stays visible (readable where the jobs' uid may read;
+    as root, jobs run under an unprivileged uid of their own).
 ``rlimits``
     Plain processes with resource limits only: **the network is reachable**, and the whole host
     file system, ``/tmp`` included (bounded by ``RLIMIT_FSIZE`` per file and a free-space watch
@@ -37,8 +39,13 @@ from ..errors import SandboxError
 from ..records import Record
 from . import launch
 from .runtime import syscalls
+from .runtime.probe import READ_ONLY_HOST
 
 Level = Literal["bwrap", "unshare", "rlimits"]
+LEVELS: tuple[Level, ...] = ("bwrap", "unshare", "rlimits")
+"""Strongest first."""
+REQUESTS = ("auto", *LEVELS)
+"""What a caller may ask :func:`probe_isolation` for: the strongest that works, or one level."""
 _PROBE_TIMEOUT_S = 60.0
 
 _BWRAP_VIEW = (
@@ -51,11 +58,11 @@ _BWRAP_VIEW = (
     "PID namespace; no host unix socket, no network"
 )
 _UNSHARE_VIEW = (
-    "the whole host file system, as the jobs' uid may read (and write) it: data directories, "
+    "the whole host file system, read-only, as the jobs' uid may read it: data directories, "
     "the checkout, results, home directories and host unix sockets included (sockets refused "
-    "by the syscall filter), except for a private size-capped /tmp (holding the job's "
-    "directory) and /dev/shm and an empty read-only /var/tmp; no network (private network "
-    "namespace), private PID and mount namespaces"
+    "by the syscall filter); writable: only a private size-capped /tmp (holding the job's "
+    "directory) and /dev/shm, fresh for every job; an empty read-only /var/tmp; no network "
+    "(private network namespace), private PID and mount namespaces"
 )
 _RLIMITS_VIEW = (
     "the whole host file system, as the jobs' uid may read (and write) it: data directories, "
@@ -125,12 +132,18 @@ class IsolationReport(Record):
         return f"sandbox isolation: {self.level} ({network}, {files})"
 
 
-def _run_probe(prefix: Sequence[str], python: str | None) -> tuple[dict[str, object] | None, str]:
-    """Run the runtime's probe under ``prefix`` while listening on a loopback port it must not reach."""
+def _run_probe(
+    prefix: Sequence[str], python: str | None, *, read_only_host: bool = False
+) -> tuple[dict[str, object] | None, str]:
+    """Run the runtime's probe under ``prefix`` while listening on a loopback port it must not
+    reach; ``read_only_host`` (only under a prefix with a mount namespace of its own) has it make
+    the host read-only first, as ``unshare`` workers do."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
-        command = [*prefix, *launch.runtime_command("probe", str(listener.getsockname()[1]), python=python)]
+        port = str(listener.getsockname()[1])
+        extra = (READ_ONLY_HOST,) if read_only_host else ()
+        command = [*prefix, *launch.runtime_command("probe", port, *extra, python=python)]
         return _run(command)
 
 
@@ -185,8 +198,12 @@ def probe_isolation(
     ``prefer`` other than ``"auto"`` asks for that level exactly.
 
     Raises:
-        SandboxError: ``prefer`` names a level that does not work here.
+        SandboxError: ``prefer`` names a level that does not work here, or no level at all.
     """
+    if prefer not in REQUESTS:
+        raise SandboxError(
+            f"unknown isolation level {prefer!r}", where="sandbox", hint=f"one of: {', '.join(REQUESTS)}"
+        )
     privileged = os.geteuid() == 0
     readable = sorted({os.path.realpath(path) for path in needed if os.path.exists(path)})
     visible_hidden = tuple(path for path in hidden if os.access(path, os.R_OK))
@@ -229,8 +246,8 @@ def probe_isolation(
         if unshare is None:
             notes.append("unshare: util-linux unshare/setpriv not found")
         else:
-            found, problem = _run_probe(unshare, python)
-            if found and found.get("network_blocked"):
+            found, problem = _run_probe(unshare, python, read_only_host=True)
+            if found and found.get("network_blocked") and found.get("root_read_only"):
                 return IsolationReport(
                     level="unshare",
                     command=tuple(unshare),
@@ -242,7 +259,9 @@ def probe_isolation(
                     syscall_filter=syscalls.SUPPORTED,
                     readable_hidden=visible_hidden,
                 )
-            notes.append(f"unshare: {problem or 'probe found the network reachable'}")
+            notes.append(
+                f"unshare: {problem or 'probe found the network reachable or a writable root: ' + str(found)}"
+            )
     if prefer in ("bwrap", "unshare"):
         raise SandboxError(
             f"isolation level {prefer!r} is not available here",
@@ -266,4 +285,32 @@ def probe_isolation(
         host_view=_RLIMITS_VIEW,
         syscall_filter=syscalls.SUPPORTED,
         readable_hidden=visible_hidden,
+    )
+
+
+_EXPOSED = {
+    "bwrap": "programs see an allow-list of the host, read-only",
+    "unshare": "programs can read the host file system (labels, data, other programs' records)",
+    "rlimits": "programs can read and write the host file system and reach the network",
+}
+
+
+def floor_refusal(
+    report: IsolationReport, *, asked: str, floor: Level = "bwrap", needed_by: str, accept: str
+) -> SandboxError | None:
+    """The error to raise where ``report``'s level is weaker than ``floor`` and the caller did not
+    ask for that level by name (``asked``: what it passed to :func:`probe_isolation`, ``auto`` or a
+    level); None where the level may be used. A weaker level is never taken by accident: ``auto``
+    falling back below ``floor`` is refused, naming the level found, why the stronger ones did not
+    work (``report.notes``), who needs the floor (``needed_by``, plural: "rewards") and ``accept``:
+    how this caller asks for a level by name, with ``{level}`` standing for the level found."""
+    if LEVELS.index(report.level) <= LEVELS.index(floor) or asked == report.level:
+        return None
+    why = "; ".join(report.notes) or "no reason recorded"
+    return SandboxError(
+        f"found isolation level {report.level}, below {floor}, which {needed_by} need unless told "
+        f"otherwise: {_EXPOSED[report.level]}. {floor} is unavailable here: {why}",
+        where="sandbox",
+        hint=f"make {floor} work here (docs/rl-reward.md, 'Isolation'), or accept {report.level} "
+        f"knowingly: {accept.format(level=report.level)}",
     )

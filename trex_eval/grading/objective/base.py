@@ -50,7 +50,7 @@ FINISHED = frozenset({ExecStatus.OK, ExecStatus.NO_SOLVE})
 
 AGREEMENT_RTOL = 2e-4
 AGREEMENT_ATOL = 1e-6
-"""The loosest agreement tolerance of verification (:mod:`trex_eval.sandbox.verify`, ``MIP_RTOL``
+"""The loosest agreement tolerance of verification (:mod:`trex_eval.verify`, ``MIP_RTOL``
 and ``ATOL``: models with integer or quadratic parts; LPs agree within ``rtol`` 1e-6): a claim
 "matches" its re-solve when ``|claimed − verified| ≤ ATOL + RTOL·max(1, |verified|)``. Repeated
 here because grading may not import the sandbox (layers); ``tests/grading`` pins them to

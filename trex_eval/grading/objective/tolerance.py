@@ -20,7 +20,7 @@ One decision procedure, read top to bottom:
    re-solve of the captured model when that matched the claim
    (:func:`~trex_eval.grading.objective.base.harness_objective`; ``source="verified"``), never
    the claim itself, which only had to agree with it within verification's tolerance
-   (:mod:`trex_eval.sandbox.verify`: ``|claimed − verified| ≤ 1e-6 + rtol·max(1, |verified|)``,
+   (:mod:`trex_eval.verify`: ``|claimed − verified| ≤ 1e-6 + rtol·max(1, |verified|)``,
    ``rtol`` 1e-6 for LPs and 2e-4 for models with integer or quadratic parts; the parent's own
    MIP gap is 1e-6). That tolerance never widens the rule's, which applies to the harness's value
    only: a claim close to its re-solve whose re-solve misses is ``wrong``, the reason saying that

@@ -2,7 +2,7 @@
 (``check_lp_equivalence_fast``), bugs included: rule ``orgeval-trex-compat@1``.
 
 Both models are taken as gurobipy holds them after reading the LP files the harness compares
-(use :func:`trex_eval.grading.lp.parse_lp` on those files; a finite two-sided row is first turned into
+(use :func:`trex_eval.lp.parse_lp` on those files; a finite two-sided row is first turned into
 Gurobi's equality-plus-range-variable form, as ``addRange`` and the LP round trip do). Then:
 
 1. Normalise each model separately.
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trex_eval.grading.lp.senses import Sense, row_sense
 from trex_eval.grading.structure.base import CheckRule
 from trex_eval.grading.structure.wl import md5_refine, sufficiency
+from trex_eval.lp.senses import Sense, row_sense
 from trex_eval.records import Grade, LinearModel, StructureCheck, StructureEvidence, Verdict
 
 VERSION = "1"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import signal
 import sys
@@ -133,6 +134,67 @@ def mount_private_tmpfs(config: WorkerConfig, confinement: Confinement) -> None:
         confinement.notes.append(
             f"private tmpfs over {path}" + (f" ({mib} MiB)" if mib else " (empty, read-only)")
         )
+
+
+_OCTAL_ESCAPE = re.compile(rb"\\([0-7]{3})")
+
+WRITABLE_KERNEL_TREES = ("/proc",)
+"""Left as they are by :func:`read_only_mounts`: the worker sets its own ``oom_score_adj`` and each
+job its own there (jobs mount a ``/proc`` of their own over it where they can, and never see it)."""
+
+
+def _mount_points() -> list[str]:
+    """The mount points of this process's mount namespace, as ``/proc/self/mountinfo`` lists them
+    (octal escapes of spaces and the like undone), each once."""
+    with open("/proc/self/mountinfo", "rb") as handle:
+        lines = handle.read().splitlines()
+    points = [
+        os.fsdecode(_OCTAL_ESCAPE.sub(lambda found: bytes([int(found[1], 8)]), fields[4]))
+        for fields in (line.split(b" ") for line in lines)
+        if len(fields) > 4
+    ]
+    return list(dict.fromkeys(points))
+
+
+def read_only_mounts(exempt: tuple[str, ...] = WRITABLE_KERNEL_TREES) -> int:
+    """Make every mount of this process's mount namespace read-only but those at or below
+    ``exempt``; returns how many it changed. Only for a process in a mount namespace of its own
+    (the ``unshare`` level's: the host's mounts are not changed). Mounts mounted later (each job's
+    fresh ``/tmp`` and ``/dev/shm``) are writable as mounted. A mount point this process cannot
+    reach (a folder its uid may not enter, a point covered by a later mount) is left alone: a job,
+    of the same uid or an unprivileged one, cannot reach it either.
+
+    Raises:
+        OSError: a mount could not be made read-only (the worker must not serve then).
+    """
+    changed = 0
+    for point in _mount_points():
+        if any(point == tree or point.startswith(tree + "/") for tree in exempt):
+            continue
+        try:
+            if os.statvfs(point).f_flag & os.ST_RDONLY:
+                continue
+        except (PermissionError, FileNotFoundError, NotADirectoryError):
+            continue
+        native.make_mount_read_only(point)
+        changed += 1
+    return changed
+
+
+def make_host_read_only(config: WorkerConfig, confinement: Confinement) -> None:
+    """Where ``config.read_only_host`` says so (``unshare``), make the host's file system read-only
+    in this worker's mount namespace (:func:`read_only_mounts`), after the private tmpfs are
+    mounted and before any job exists: what a job writes then lands only in its own fresh
+    ``/tmp`` and ``/dev/shm``, never in the installation, the runtime, ``/etc`` or the data that
+    the harness and later jobs read.
+
+    Raises:
+        OSError: a mount could not be made read-only.
+    """
+    if not config.read_only_host:
+        return
+    changed = read_only_mounts()
+    confinement.notes.append(f"host file system read-only ({changed} mounts made read-only)")
 
 
 def kept_under_job_tmpfs(config: WorkerConfig, confinement: Confinement) -> None:

@@ -95,6 +95,10 @@ class WorkerConfig(NamedTuple):
             of ``SHM_MIB``, and ``/var/tmp`` with 0: empty and read-only), so that what jobs write
             there is bounded and private. Entries of ``/tmp`` that hold the interpreter or the
             runtime are bound back read-only (and kept by the wipe).
+        read_only_host: make every mount of the worker's mount namespace read-only (but
+            ``/proc``) once ``private_tmpfs`` is mounted and before any job exists (``unshare``
+            level; only ever set where the worker has a mount namespace of its own): jobs then
+            write only their fresh ``job_tmpfs``.
         disk_watch: directories whose file systems' free space the worker watches while a job
             runs (``rlimits`` level, where ``/tmp`` is the host's): a job that makes them lose
             more than ``disk_mib`` MiB in all is killed (``killed_for="disk"``).
@@ -133,6 +137,7 @@ class WorkerConfig(NamedTuple):
     warm_after: int = 2
     tmpfs_mib: int = 0
     private_tmpfs: tuple[tuple[str, int], ...] = ()
+    read_only_host: bool = False
     disk_watch: tuple[str, ...] = ()
     disk_mib: int = 0
     job_tmpfs: tuple[tuple[str, int], ...] = ()

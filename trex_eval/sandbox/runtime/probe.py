@@ -2,7 +2,8 @@
 
 The harness listens on a loopback port and passes its number; prints one JSON object: whether
 that port (i.e. the host's network) is unreachable, whether the root file system is
-mounted read-only, whether ``/tmp`` is writable, and the effective uid. No side effects outside ``/tmp``.
+mounted read-only, whether ``/tmp`` is writable, and the effective uid. No side effects outside ``/tmp``
+(and its own mount namespace, see :data:`READ_ONLY_HOST`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,16 @@ def _tmp_writable() -> bool:
         return False
 
 
+READ_ONLY_HOST = "read-only-host"
+"""Second argument: first make the host read-only as a worker with ``read_only_host`` does (only
+under a mount namespace of the probe's own)."""
+
+
 def main(argv: list[str]) -> int:
+    if argv[1:] == [READ_ONLY_HOST]:
+        from .confinement import read_only_mounts
+
+        read_only_mounts()
     blocked, how = _network_blocked(int(argv[0]))
     print(
         json.dumps(

@@ -39,6 +39,7 @@ from .confinement import (
     check_job_uid,
     enter_job_namespaces,
     kept_under_job_tmpfs,
+    make_host_read_only,
     mount_private_tmpfs,
     open_pid_counter,
     probe_own_proc,
@@ -78,6 +79,8 @@ def main(argv: list[str]) -> int:
         kept_under_job_tmpfs(config, confinement)
         probe_own_proc(confinement)
         open_pid_counter(confinement)
+    # Last of the mounts the worker makes for itself, before the zygote and any job exist.
+    make_host_read_only(config, confinement)
     files = JobFileSystems(config, keep=confinement.kept, own_proc=confinement.own_proc is not None)
     note = files.probe()
     if note:
@@ -102,6 +105,7 @@ def main(argv: list[str]) -> int:
             "euid": os.geteuid(),
             "job_pid_namespace": confinement.pid_namespace_fd is not None,
             "job_uid": confinement.job_uid,
+            "read_only_host": config.read_only_host,
             "nproc_enforced": confinement.nproc_base is not None,
             "job_tmpfs": [path for path, _ in config.job_tmpfs] if files.fresh else [],
             "job_proc": confinement.own_proc,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...records import LinearModel, SolveStatus
+from ..records import LinearModel, SolveStatus
 from .base import MIP_GAP, Deadline, Resolve, Unsolvable, row_sides
 from .views import ModelView, empty_verdict, model_view
 
@@ -84,13 +84,6 @@ def _licence_refusal(view: ModelView) -> str | None:
             f"{constraints:,} linear constraints)"
         )
     return None
-
-
-def warm_up() -> None:
-    """Load the harness's own gurobipy and check its licence now (:func:`gurobi_available`), so
-    that the first claim's verification does not wait for them; a run calls it while its sandbox
-    workers start. Never raises."""
-    gurobi_available()
 
 
 def resolve_with_gurobi(model: LinearModel, *, time_limit_s: float = 10.0) -> Resolve:

@@ -10,12 +10,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ...records import Execution, LinearModel, SolveRecord, SolveStatus
-from .base import Deadline, OutOfTime, Resolve, Unsolvable
-from .gurobi import gurobi_available, solve_gurobi
-from .highs import HIGHS_QP_MAX_COLUMNS, solve_highs
-from .scip import solve_scip
-from .views import ModelView, convex_objective, model_view, raw_key, size_problem, view_key
+from ..errors import TrexError
+from ..fairness import DEADLINE, DeadlinePassed
+from ..records import Execution, LinearModel, SolveRecord, SolveStatus
+from .base import OutOfTime, Resolve, ThreadCpuDeadline, Unsolvable
+from .lanes import verifier_lanes
+from .views import ModelView, model_view, raw_key, size_problem, view_key
 
 CACHE_MAX_ENTRIES = 20_000
 """Models with at most this many variables + nonzeros + quadratic terms have their verdict
@@ -25,8 +25,14 @@ LP_RTOL = 1e-6
 MIP_RTOL = 2e-4
 ATOL = 1e-6
 VERIFY_MIN_S = 10.0
+"""CPU seconds every re-solve may take at least (reading the model, building it, solving it): the
+slowest honest re-solve of the shipped benchmarks, BENCH4OPT_44/45's MILP under gurobipy, takes
+~1.5 CPU s on a quiet machine and ~2.3 with 8 busy processes a core, well inside it."""
 VERIFY_MAX_S = 120.0
-VERIFY_WALL_FACTOR = 2.0
+"""CPU seconds a re-solve may take at most, however long the program ran."""
+VERIFY_CPU_FACTOR = 2.0
+"""A re-solve may take this many times the program's own CPU seconds (between the two bounds): a
+model the program's solver needed a minute for must not be unverified for want of ten seconds."""
 _CLAIMS = (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD)
 _COMPATIBLE = {
     SolveStatus.INFEASIBLE: (SolveStatus.INFEASIBLE, SolveStatus.INF_OR_UNBD),
@@ -48,52 +54,39 @@ def model_key(model: LinearModel) -> bytes:
     return view_key(model_view(model))
 
 
-def _open_choice(view: ModelView, deadline: Deadline) -> Callable[[ModelView, Deadline], Resolve]:
-    """The solver without a licence for ``view``: HiGHS for linear models, MILPs and convex
-    continuous QPs of at most :data:`~.highs.HIGHS_QP_MAX_COLUMNS` columns, SCIP for the rest
-    (MIQP, quadratic constraints, larger QPs, non-convex or not shown convex: see
-    :func:`~.views.convex_objective`)."""
-    if view.q_rows:
-        return solve_scip
-    if not len(view.hessian):
-        return solve_highs
-    if view.integral or view.n > HIGHS_QP_MAX_COLUMNS:
-        return solve_scip
-    return solve_highs if convex_objective(view, deadline) else solve_scip
-
-
-def _resolve_view(view: ModelView, *, prefer_gurobi: bool, deadline: Deadline) -> Resolve:
-    """The verdict of the first solver that takes ``view`` (gurobipy first where preferred and
-    licensed, then :func:`_open_choice`), all of them within ``deadline``.
+def _resolve_view(view: ModelView, *, prefer_gurobi: bool, deadline: ThreadCpuDeadline) -> Resolve:
+    """The verdict on ``view`` from a verifier process (:mod:`.lanes`), within what ``deadline``
+    has left of its CPU seconds.
 
     Raises:
-        Unsolvable: no solver takes the model (the last refusal's reason).
-        OutOfTime: the deadline passed before a solver could run (no further solver is tried).
+        Unsolvable: no solver takes the model, or the re-solve failed.
+        OutOfTime: the budget ran out (in this thread's reading of the model, or in the verifier).
     """
-    if prefer_gurobi and gurobi_available():
-        try:
-            return solve_gurobi(view, deadline)
-        except OutOfTime:
-            raise
-        except Unsolvable:  # e.g. too large for its licence: the other solvers' word stands
-            pass
-    return _open_choice(view, deadline)(view, deadline)
+    deadline.check("reading the model")
+    return verifier_lanes().resolve(
+        view, prefer_gurobi=prefer_gurobi, budget_s=deadline.limit_s, spent_s=deadline.spent()
+    )
 
 
-def resolve(model: LinearModel, *, prefer_gurobi: bool = False, time_limit_s: float = 10.0) -> Resolve:
-    """The parent's verdict on ``model`` from the first solver of the list that takes it, within
-    ``time_limit_s`` seconds for the build and the solve together.
+def gurobi_available() -> bool:
+    """Whether the harness's verifier processes have a licensed gurobipy (starts one if none runs)."""
+    return verifier_lanes().gurobi_available()
+
+
+def resolve(model: LinearModel, *, prefer_gurobi: bool = False, budget_s: float = VERIFY_MIN_S) -> Resolve:
+    """The harness's verdict on ``model`` from the first solver of the list that takes it, within
+    ``budget_s`` CPU seconds for reading, building and solving together.
 
     Raises:
         Unsolvable: no solver takes the model (the last refusal's reason), it is over a size cap,
             or the time limit ran out before a solver could run (:class:`~.base.OutOfTime`).
     """
-    deadline = Deadline(time_limit_s)
+    deadline = ThreadCpuDeadline(budget_s)
     return _resolve_view(model_view(model, deadline), prefer_gurobi=prefer_gurobi, deadline=deadline)
 
 
 def resolve_remembered(
-    model: LinearModel, *, prefer_gurobi: bool = False, time_limit_s: float = 10.0
+    model: LinearModel, *, prefer_gurobi: bool = False, budget_s: float = VERIFY_MIN_S
 ) -> Resolve:
     """:func:`resolve`, through the verdict memo that verification uses: a model re-solved before
     (by the harness, for any sample: the same model has the same verdict) is not solved again.
@@ -102,7 +95,7 @@ def resolve_remembered(
     Raises:
         Unsolvable: as :func:`resolve`.
     """
-    deadline = Deadline(time_limit_s)
+    deadline = ThreadCpuDeadline(budget_s)
     return _remembered(model_view(model, deadline), prefer_gurobi=prefer_gurobi, deadline=deadline)
 
 
@@ -119,12 +112,15 @@ class _Memo:
         """Verdicts (with the view's tolerance class) by :func:`~.views.raw_key`: a model seen
         before, word for word, skips building its view."""
 
-    def recall(self, key: tuple[bytes, bool]) -> tuple[bool, Resolve] | None:
-        """What :meth:`note` kept for ``key``, or None."""
+    def recall(self, key: tuple[bytes, bool], *, budget_s: float = math.inf) -> tuple[bool, Resolve] | None:
+        """What :meth:`note` kept for ``key``, or None; also None where its re-solve took more
+        than ``budget_s`` CPU seconds (an asker with a smaller budget gets its own verdict, not
+        one another sample's larger budget bought)."""
         with self.lock:
             found = self.by_text.get(key)
-            if found is not None:
-                self.by_text.move_to_end(key)
+            if found is None or found[1].cpu_s > budget_s:
+                return None
+            self.by_text.move_to_end(key)
             return found
 
     def note(self, key: tuple[bytes, bool], integral: bool, result: Resolve) -> None:
@@ -135,28 +131,31 @@ class _Memo:
             self._keep(self.by_text, key, (integral, result))
 
     def get(
-        self, key: tuple[bytes, bool], compute: Callable[[], Resolve], *, timeout_s: float | None = None
+        self, key: tuple[bytes, bool], compute: Callable[[], Resolve], *, budget_s: float = math.inf
     ) -> Resolve:
         """``compute()``'s verdict for ``key``, remembered unless it ran out of time (a later
-        request, with more time, tries again). A wait for another thread's solve of ``key``
-        lasts at most ``timeout_s`` seconds (None: as long as it takes).
+        request, with more budget, tries again); a remembered verdict whose re-solve took more
+        than ``budget_s`` CPU seconds is not handed to this asker (it computes its own). A thread
+        asking for a model another thread is solving waits for that solve, which its own budget
+        bounds (a wait is no work: it is charged to nobody), until the asker's deadline
+        (:data:`trex_eval.fairness.DEADLINE`, where one is set).
 
         Raises:
-            OutOfTime: ``timeout_s`` passed while another thread was still solving ``key``.
+            DeadlinePassed: the asker's deadline passed while it waited.
         """
-        end = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             with self.lock:
-                if key in self.done:
+                done = self.done.get(key)
+                if done is not None and done.cpu_s <= budget_s:
                     self.done.move_to_end(key)
-                    return self.done[key]
+                    return done
                 waiting = self.running.get(key)
                 if waiting is None:
                     event = self.running[key] = threading.Event()
                     break
-            left = None if end is None else end - time.monotonic()
-            if (left is not None and left <= 0.0) or not waiting.wait(left):
-                raise OutOfTime(f"waiting for another thread's re-solve of this model ({timeout_s:.3g} s)")
+            due = DEADLINE.get()
+            if not waiting.wait(None if due is None else max(0.0, due - time.monotonic())):
+                raise DeadlinePassed("the deadline passed while it waited for another re-solve of its model")
         try:
             result = compute()
         finally:
@@ -191,7 +190,7 @@ def _entries(view: ModelView) -> int:
     return view.n + int(view.values.size) + len(view.hessian) + rows
 
 
-def _remembered(view: ModelView, *, prefer_gurobi: bool, deadline: Deadline) -> Resolve:
+def _remembered(view: ModelView, *, prefer_gurobi: bool, deadline: ThreadCpuDeadline) -> Resolve:
     """:func:`resolve` of ``view`` within ``deadline``, remembered for small models (an
     :class:`~.base.Unsolvable` is not remembered)."""
     if _entries(view) > CACHE_MAX_ENTRIES:
@@ -200,7 +199,7 @@ def _remembered(view: ModelView, *, prefer_gurobi: bool, deadline: Deadline) -> 
     return _MEMO.get(
         key,
         lambda: _resolve_view(view, prefer_gurobi=prefer_gurobi, deadline=deadline),
-        timeout_s=max(0.0, deadline.remaining()),
+        budget_s=deadline.limit_s,
     )
 
 
@@ -227,13 +226,14 @@ def _skip_reason(solve: SolveRecord) -> str | None:
 
 
 def verify_solve(
-    solve: SolveRecord, *, time_limit_s: float = 10.0, prefer_gurobi: bool | None = None
+    solve: SolveRecord, *, budget_s: float = VERIFY_MIN_S, prefer_gurobi: bool | None = None
 ) -> SolveRecord:
     """``solve`` with ``verified_objective``, ``verification`` and ``verified_by`` set (see the
     package docstring). ``prefer_gurobi`` (default: when the claim is gurobipy's) re-solves with
-    the harness's gurobipy first when it is licensed here. ``time_limit_s`` seconds cover the
-    whole re-solve (reading the model, building it for the solver, the solve); a re-solve that
-    runs out of them, or a model over a size cap, gives ``"skipped: <why>"``.
+    the harness's gurobipy first when it is licensed here. ``budget_s`` CPU seconds cover the
+    whole re-solve (reading the model here, building it for the solver and the solve in a
+    verifier process); a re-solve that runs out of them, or a model over a size cap, gives
+    ``"skipped: <why>"``. Machine load does not use the budget up (see :mod:`.lanes`).
 
     A record whose ``verification`` is already set (e.g. "skipped: no matrix captured", filled in
     when the sandbox could not capture the matrix, or a verdict from an earlier pass) is
@@ -241,7 +241,7 @@ def verify_solve(
     """
     if solve.verification is not None:
         return solve
-    deadline = Deadline(time_limit_s)
+    deadline = ThreadCpuDeadline(budget_s)
     reason = _skip_reason(solve)
     if reason is not None:
         return solve.model_copy(update={"verification": f"skipped: {reason}"})
@@ -251,7 +251,7 @@ def verify_solve(
     text = raw_key(model)
     memo_key = None if text is None else (text, gurobi and gurobi_available())
     try:
-        seen = None if memo_key is None else _MEMO.recall(memo_key)
+        seen = None if memo_key is None else _MEMO.recall(memo_key, budget_s=budget_s)
         if seen is None:
             view = model_view(model, deadline)
             result = _remembered(view, prefer_gurobi=gurobi, deadline=deadline)
@@ -266,6 +266,8 @@ def verify_solve(
         )
     except Unsolvable as error:
         return solve.model_copy(update={"verification": f"skipped: {error}"[:300]})
+    except (TrexError, DeadlinePassed):  # the harness's failure, or nobody waits: never a verdict
+        raise
     except Exception as error:
         return solve.model_copy(
             update={"verification": f"skipped: re-solve failed ({type(error).__name__}: {error})"[:300]}
@@ -296,20 +298,22 @@ def verify_solve(
     )
 
 
-def verification_time_limit(execution: Execution) -> float:
-    """Seconds the parent may spend on one re-solve, build included: twice the program's own wall
-    time, at least :data:`VERIFY_MIN_S`, at most :data:`VERIFY_MAX_S` (a model the program's
-    solver needed a minute for must not be unverified for want of ten seconds)."""
-    return min(VERIFY_MAX_S, max(VERIFY_MIN_S, VERIFY_WALL_FACTOR * execution.wall_s))
+def verification_budget(execution: Execution) -> float:
+    """CPU seconds the harness may spend on one re-solve of ``execution``'s model, reading and
+    building included: :data:`VERIFY_CPU_FACTOR` times the program's own CPU seconds, at least
+    :data:`VERIFY_MIN_S`, at most :data:`VERIFY_MAX_S`. CPU seconds, not wall: a loaded machine
+    stretches a program's wall time, and a budget that grew with it would make the verdict
+    depend on the load."""
+    return min(VERIFY_MAX_S, max(VERIFY_MIN_S, VERIFY_CPU_FACTOR * (execution.cpu_s or 0.0)))
 
 
-def verify_last_solve(execution: Execution, *, time_limit_s: float | None = None) -> Execution:
+def verify_last_solve(execution: Execution, *, budget_s: float | None = None) -> Execution:
     """``execution`` with its last solve verified (the one the objective rules judge); earlier
     solves are left as they are. Unchanged when there is no solve or it was verified already.
-    ``time_limit_s`` defaults to :func:`verification_time_limit`."""
+    ``budget_s`` (CPU seconds) defaults to :func:`verification_budget`."""
     last = execution.last_solve
     if last is None or last.verification is not None:
         return execution
-    limit = verification_time_limit(execution) if time_limit_s is None else time_limit_s
-    checked = verify_solve(last, time_limit_s=limit)
+    budget = verification_budget(execution) if budget_s is None else budget_s
+    checked = verify_solve(last, budget_s=budget)
     return execution.model_copy(update={"solves": (*execution.solves[:-1], checked)})

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from trex_eval import verify
 from trex_eval.records import (
     ExecStatus,
     Execution,
@@ -21,8 +22,7 @@ from trex_eval.records import (
     SolveRecord,
     SolveStatus,
 )
-from trex_eval.sandbox import verify
-from trex_eval.sandbox.verify import Resolve, gurobi_available, model_key, verify_last_solve, verify_solve
+from trex_eval.verify import Resolve, gurobi_available, model_key, verify_last_solve, verify_solve
 
 INF = math.inf
 REPO = Path(__file__).resolve().parents[2]
@@ -252,12 +252,15 @@ def test_only_the_last_solve_is_verified() -> None:
     assert verify_last_solve(checked) is checked  # already verified: unchanged
 
 
-def test_the_time_limit_follows_the_programs_own_time() -> None:
-    assert verify.verification_time_limit(Execution(status=ExecStatus.OK, wall_s=0.02)) == verify.VERIFY_MIN_S
-    assert verify.verification_time_limit(Execution(status=ExecStatus.OK, wall_s=30.0)) == 60.0
-    assert (
-        verify.verification_time_limit(Execution(status=ExecStatus.OK, wall_s=600.0)) == verify.VERIFY_MAX_S
-    )
+def test_the_budget_follows_the_programs_own_cpu_time_not_its_wall_time() -> None:
+    def budget(**seconds: float) -> float:
+        return verify.verification_budget(Execution(status=ExecStatus.OK, **seconds))
+
+    assert budget(wall_s=0.02, cpu_s=0.01) == verify.VERIFY_MIN_S
+    assert budget(wall_s=30.0, cpu_s=30.0) == 60.0
+    # A loaded machine stretched the program's wall time 20x: the budget does not follow it.
+    assert budget(wall_s=600.0, cpu_s=3.0) == verify.VERIFY_MIN_S
+    assert budget(wall_s=600.0, cpu_s=600.0) == verify.VERIFY_MAX_S
 
 
 def test_a_time_limited_verdict_is_not_remembered() -> None:
@@ -307,7 +310,7 @@ def test_the_gurobipy_re_solve_needs_no_scipy() -> None:
 import sys
 sys.modules["scipy"] = None  # any import of SciPy now fails, as where it is not installed
 from trex_eval.records import LinearModel
-from trex_eval.sandbox import verify
+from trex_eval import verify
 result = verify.resolve_with_gurobi(LinearModel.model_validate_json(sys.argv[1]))
 print(result.solver, result.status.value, round(result.objective, 6))
 """

@@ -16,10 +16,13 @@ detail saying what the comparison found. A verdict is never changed.
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from collections.abc import Awaitable, Callable
 
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.extract import extract
+from trex_eval.fairness import DeadlinePassed
 from trex_eval.grading.diagnosis.structure import structure_diagnosis
 from trex_eval.records import (
     Completion,
@@ -75,11 +78,21 @@ Runner = Callable[[Problem, Program], Awaitable[Execution]]
 
 class ReferencePrograms:
     """Captured models of reference programs, one sandbox run per (benchmark, problem), shared by
-    every sample of the problem (concurrent askers wait for the one run). ``run`` executes a
-    program for a problem as the benchmark's plan runs it."""
+    every sample of the problem (concurrent askers on one event loop wait for the one run). ``run``
+    executes a program for a problem as the benchmark's plan runs it.
+
+    Safe to share between threads and event loops (a reward scorer's ``score`` runs one loop per
+    call): a finished capture is kept for all of them; one still running is awaited on its own
+    loop only, another loop starting the same capture meanwhile runs it once more. A capture cut
+    short by its caller's deadline (:class:`~trex_eval.fairness.DeadlinePassed`) is not kept: the
+    next asker runs it again."""
 
     def __init__(self) -> None:
-        self._models: dict[tuple[str, str], asyncio.Future[LinearModel | None]] = {}
+        self._lock = threading.Lock()
+        self._done: dict[tuple[str, str], LinearModel | None] = {}
+        self._pending: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Future[LinearModel | None]]
+        ] = weakref.WeakKeyDictionary()
         self.executed = 0
 
     async def refined(
@@ -90,7 +103,8 @@ class ReferencePrograms:
         one replaced by ``constraint_missing`` only (:data:`REVISITED`); else ``grade``. ``code``
         is the sample's program: the reference program itself (an audit) is not compared with
         itself. A reference run that fails changes nothing; this never raises for what a program
-        did."""
+        did, only :class:`~trex_eval.fairness.DeadlinePassed` where the caller's deadline passed
+        while the reference program ran for it."""
         found = grade.diagnosis
         last = execution.last_solve
         if (
@@ -128,18 +142,34 @@ class ReferencePrograms:
 
     async def _model(self, problem: Problem, run: Runner) -> LinearModel | None:
         key = (problem.benchmark, problem.id)
-        pending = self._models.get(key)
-        if pending is None:
-            # Its own task: a sample cancelled while waiting does not cancel the capture others await.
-            pending = asyncio.ensure_future(self._capture_or_none(problem, run))
-            self._models[key] = pending
-        return await asyncio.shield(pending)
+        with self._lock:
+            if key in self._done:
+                return self._done[key]
+            pending = self._pending.setdefault(asyncio.get_running_loop(), {})
+            future = pending.get(key)
+            if future is None:
+                # Its own task: a sample cancelled while waiting does not cancel the capture others await.
+                future = asyncio.ensure_future(self._capture_or_none(problem, run))
+                pending[key] = future
+        return await asyncio.shield(future)
 
     async def _capture_or_none(self, problem: Problem, run: Runner) -> LinearModel | None:
+        key = (problem.benchmark, problem.id)
         try:
-            return await self._capture(problem, run)
+            model = await self._capture(problem, run)
+        except DeadlinePassed:
+            self._forget(key)
+            raise
         except Exception:  # a reference run the harness could not do explains nothing
-            return None
+            model = None
+        with self._lock:
+            self._done[key] = model
+        self._forget(key)
+        return model
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._pending.get(asyncio.get_running_loop(), {}).pop(key, None)
 
     async def _capture(self, problem: Problem, run: Runner) -> LinearModel | None:
         code = reference_program(problem)

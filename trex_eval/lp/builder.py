@@ -1,6 +1,6 @@
 """Accumulate a model while a reader walks a file, then freeze it into a :class:`LinearModel`.
 
-The readers (:mod:`trex_eval.grading.lp.lp_reader`, :mod:`trex_eval.grading.lp.mps_reader`) only recognise
+The readers (:mod:`trex_eval.lp.lp_reader`, :mod:`trex_eval.lp.mps_reader`) only recognise
 syntax; every rule about what the numbers *mean* lives here, so that both formats agree with
 ``gurobipy.read()`` (Gurobi 13.0.3, measured) in the same way:
 
@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trex_eval.errors import GradingError
+from trex_eval.linear_model import MAX_COLUMNS, MAX_NONZEROS, MAX_ROWS
 from trex_eval.records import (
     IndicatorConstraint,
     LinearModel,
@@ -123,6 +125,14 @@ class PendingIndicator:
     upper: float
 
 
+class ModelTooLarge(GradingError):
+    """A model file holds more than the harness reads (the re-solve caps of
+    :mod:`trex_eval.linear_model`): refused while it is read, before it is all in memory."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what}, the most the harness reads of a model file")
+
+
 @dataclass(slots=True)
 class ModelBuilder:
     """Mutable model under construction. Readers call the ``add_*``/``set_*`` methods in file
@@ -144,12 +154,19 @@ class ModelBuilder:
     sos: list[tuple[int, list[tuple[int, float]]]] = field(default_factory=list)
     indicators: list[PendingIndicator] = field(default_factory=list)
     _index: dict[str, int] = field(default_factory=dict)
+    _nonzeros: int = 0
 
     def var(self, name: str) -> int:
-        """Index of variable ``name``, created with default bounds ``[0, +inf)`` if new."""
+        """Index of variable ``name``, created with default bounds ``[0, +inf)`` if new.
+
+        Raises:
+            ModelTooLarge: the model would pass :data:`~trex_eval.linear_model.MAX_COLUMNS`.
+        """
         index = self._index.get(name)
         if index is None:
             index = len(self.names)
+            if index >= MAX_COLUMNS:
+                raise ModelTooLarge(f"the model has more than MAX_COLUMNS = {MAX_COLUMNS:,} variables")
             self._index[name] = index
             self.names.append(name)
             self.obj.append(0.0)
@@ -166,8 +183,19 @@ class ModelBuilder:
         self.obj[index] += coefficient
 
     def add_row(self, name: str | None, terms: list[tuple[int, float]], lower: float, upper: float) -> int:
-        """Append a linear row; an unnamed row is called ``R<position>`` as Gurobi does."""
+        """Append a linear row; an unnamed row is called ``R<position>`` as Gurobi does.
+
+        Raises:
+            ModelTooLarge: the model would pass :data:`~trex_eval.linear_model.MAX_ROWS` rows or
+                :data:`~trex_eval.linear_model.MAX_NONZEROS` coefficients.
+        """
         position = len(self.rows)
+        self._nonzeros += len(terms)
+        if position >= MAX_ROWS or self._nonzeros > MAX_NONZEROS:
+            raise ModelTooLarge(
+                f"the model has more than MAX_ROWS = {MAX_ROWS:,} rows "
+                f"or MAX_NONZEROS = {MAX_NONZEROS:,} coefficients"
+            )
         self.rows.append(PendingRow(name if name is not None else f"R{position}", terms, lower, upper))
         return position
 

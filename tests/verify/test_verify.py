@@ -7,8 +7,7 @@ import math
 import pytest
 
 from trex_eval.records import LinearModel, SolveRecord, SolveStatus
-from trex_eval.sandbox import verify_solve
-from trex_eval.sandbox.verify import objectives_agree
+from trex_eval.verify import objectives_agree, verify_solve
 
 INF = math.inf
 

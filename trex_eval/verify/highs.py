@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...records import LinearModel, SolveStatus
+from ..records import LinearModel, SolveStatus
 from .base import MIP_GAP, Deadline, Resolve, Unsolvable
 from .views import ModelView, Terms, empty_verdict, model_view
 
@@ -33,6 +33,11 @@ _HIGHS_STATUS = {
 _VTYPE = np.zeros(128, dtype=np.uint8)
 """HiGHS's integrality code by ASCII type letter: C 0, I and B 1, S 2 (semi-continuous), N 3."""
 _VTYPE[[ord("I"), ord("B"), ord("S"), ord("N")]] = (1, 1, 2, 3)
+
+THREADS: int | None = None
+"""Threads every HiGHS solve of this process is given (None: HiGHS's default). A verifier process
+sets 1 before its first solve (HiGHS sizes one scheduler per process at its first solve and then
+refuses a solve asking for another count, so only a process that solves nothing else may set it)."""
 
 _BANNER_LOCK = threading.Lock()
 _banner_shown = False
@@ -101,9 +106,9 @@ def resolve_with_highs(model: LinearModel, *, time_limit_s: float = 10.0) -> Res
 def solve_highs(view: ModelView, deadline: Deadline) -> Resolve:
     """:func:`resolve_with_highs` on a view, the solver given what ``deadline`` has left.
 
-    The ``threads`` option is left alone on purpose: HiGHS sizes one scheduler per process at its
-    first solve and then refuses (``kNotset``) any solve asking for another thread count, and the
-    harness process may already have solved with HiGHS elsewhere (SciPy, the reference backend).
+    The ``threads`` option is :data:`THREADS` (left alone by default: HiGHS sizes one scheduler per
+    process at its first solve and then refuses (``kNotset``) any solve asking for another thread
+    count, and a library caller's process may have solved with HiGHS elsewhere).
     """
     quadratic = bool(len(view.hessian))
     if view.q_rows or (quadratic and view.integral):
@@ -116,6 +121,8 @@ def solve_highs(view: ModelView, deadline: Deadline) -> Resolve:
     highspy = importlib.import_module("highspy")
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("mip_rel_gap", MIP_GAP)
+    if THREADS is not None:
+        highs.setOptionValue("threads", THREADS)
     n = view.n
     # A maximised QP is passed as the minimisation of its negation (HiGHS's QP solver minimises).
     flip = -1.0 if quadratic and view.sense == "max" else 1.0

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trex_eval.errors import GradingError
-from trex_eval.grading.lp.builder import (
+from trex_eval.lp.builder import (
     INF,
     MPS_KEEP,
     ModelBuilder,
@@ -49,7 +49,7 @@ from trex_eval.grading.lp.builder import (
     clamp_upper,
     clamp_value,
 )
-from trex_eval.grading.lp.senses import Sense, row_bounds
+from trex_eval.lp.senses import Sense, row_bounds
 from trex_eval.records import LinearModel
 
 _ROW_TYPES: dict[str, Sense | None] = {"N": None, "L": "<", "G": ">", "E": "="}

@@ -1,7 +1,7 @@
 """Read an LP file in Gurobi's dialect into a :class:`~trex_eval.records.LinearModel`.
 
 The result is what ``gurobipy.read()`` (13.0.3) builds from the same text, field for field;
-:mod:`trex_eval.grading.lp.builder` states the numeric rules. The grammar, as Gurobi accepts it:
+:mod:`trex_eval.lp.builder` states the numeric rules. The grammar, as Gurobi accepts it:
 
 * ``\\`` starts a comment anywhere on a line. Tokens are separated by whitespace, and only by
   whitespace: ``x+y`` is one variable name, names may contain ``[ ] , ( ) . :`` and the like.
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from trex_eval.errors import GradingError
-from trex_eval.grading.lp.builder import (
+from trex_eval.lp.builder import (
     INF,
     LP_KEEP,
     ModelBuilder,
@@ -63,7 +63,7 @@ from trex_eval.grading.lp.builder import (
     round_integer_lower,
     round_integer_upper,
 )
-from trex_eval.grading.lp.senses import Sense, row_bounds
+from trex_eval.lp.senses import Sense, row_bounds
 from trex_eval.records import LinearModel
 
 _NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")

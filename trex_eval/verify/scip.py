@@ -9,7 +9,7 @@ import math
 import operator
 from typing import Any
 
-from ...records import LinearModel, SolveStatus
+from ..records import LinearModel, SolveStatus
 from .base import BUILD_STEP, Deadline, Resolve, Unsolvable, row_sides
 from .views import ModelView, Terms, empty_verdict, model_view
 

@@ -7,8 +7,9 @@ the line and what was expected.
 
 from __future__ import annotations
 
-from trex_eval.grading.lp.lp_reader import parse_lp
-from trex_eval.grading.lp.mps_reader import parse_mps
-from trex_eval.grading.lp.senses import Sense, row_bounds, row_sense
+from trex_eval.lp.builder import ModelTooLarge
+from trex_eval.lp.lp_reader import parse_lp
+from trex_eval.lp.mps_reader import parse_mps
+from trex_eval.lp.senses import Sense, row_bounds, row_sense
 
-__all__ = ["Sense", "parse_lp", "parse_mps", "row_bounds", "row_sense"]
+__all__ = ["ModelTooLarge", "Sense", "parse_lp", "parse_mps", "row_bounds", "row_sense"]

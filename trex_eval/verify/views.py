@@ -15,31 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...records import LinearModel, SolveStatus
+from ..linear_model import MAX_COLUMNS, MAX_NONZEROS, MAX_QUADRATIC_ROWS, MAX_QUADRATIC_TERMS, MAX_ROWS
+from ..records import LinearModel, SolveStatus
 from .base import BUILD_STEP, Deadline, Resolve, Unsolvable
 
-MAX_COLUMNS = 100_000
-"""Columns a re-solve takes. Every Python-level re-solver makes one object per column, and SCIP
-is the dearest: ~3 KiB a column (a QP over 100,000 columns with one quadratic term took 310 MiB
-and 2.9 s in SCIP; an LP at the caps takes HiGHS ~150 MiB). A default 16 MiB record can hold
-~106,000 columns at the most (outcome.py counts 79 bytes a column at the least), so the cap
-refuses nothing a default record holds but a model made of little else than columns, and bounds
-what a raised ``record_mib`` or a hand-made record can ask."""
-MAX_ROWS = 100_000
-"""Linear rows a re-solve takes: each is one Python-level constraint (or two, for a range) in
-gurobipy and SCIP. A default record holds ~164,000 empty rows at the most (51 bytes a row)."""
-MAX_NONZEROS = 500_000
-"""Linear coefficients (the matrix and the quadratic rows' linear parts) a re-solve takes: each
-is a Python-level term in gurobipy and SCIP (~2 µs and ~600 bytes in SCIP: ~300 MiB at the
-cap). A default record holds ~116,000 at the most (72 bytes each)."""
-MAX_QUADRATIC_TERMS = 100_000
-"""Quadratic terms (objective and rows together) a re-solve takes: each is a product expression
-in SCIP (several Python objects, ~2.5 KiB: ~250 MiB at the cap) and a step of the convexity
-check's block search. A default record holds ~116,000 at the most."""
-MAX_QUADRATIC_ROWS = 10_000
-"""Quadratic constraints a re-solve takes: each is a Python-level expression and constraint with
-a fixed overhead of its own in every solver, and the size check walks this list. Honest models
-hold a handful (a ball, a risk budget); a default record could hold ~170,000 empty ones."""
 DENSE_CONVEXITY_LIMIT = 2000
 """Columns of the largest connected block of a quadratic objective that is checked for convexity
 (dense eigenvalues of that block: 32 MiB and ~0.4 s at the limit). An objective with a larger
