@@ -4,6 +4,8 @@ cannot serve this harness is a harness error, never a verdict."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import trex_eval.verify.lanes as lanes_module
@@ -147,3 +149,23 @@ def test_a_wait_for_another_tenants_re_solve_ends_at_the_askers_deadline() -> No
     finally:
         release.set()
         first.join(5.0)
+
+
+def test_a_structure_grade_of_a_file_it_did_not_read_is_not_determinable_not_wrong(data_dir: Path) -> None:
+    """The program's LP file is over the caps: neither read nor compared, so no verdict on the model;
+    a file the reader rejects as malformed stays ``wrong``."""
+    from trex_eval.benchmarks import load_benchmark
+    from trex_eval.protocols.judge import ReferenceModels
+    from trex_eval.protocols.plan import plan_for
+    from trex_eval.records import ExecStatus, Execution, Verdict, WrittenFile
+
+    benchmark = load_benchmark("b4o-orgeval", data_dir=data_dir)
+    plan, problem = plan_for(benchmark), benchmark.problems[0]
+
+    def graded(text: str) -> Verdict:
+        written = WrittenFile(name="model.lp", content=text, sha256="0")
+        execution = Execution(status=ExecStatus.OK, written_files=(written,), cpu_s=0.1)
+        return plan.grade(problem, execution, reference_model=ReferenceModels()).verdict
+
+    assert graded(_large_lp(100_001)) is Verdict.NOT_DETERMINABLE
+    assert graded("Maximize\n obj: 3 x +\nSubject To\n c1: x <=\n") is Verdict.WRONG
