@@ -169,3 +169,23 @@ def test_a_structure_grade_of_a_file_it_did_not_read_is_not_determinable_not_wro
 
     assert graded(_large_lp(100_001)) is Verdict.NOT_DETERMINABLE
     assert graded("Maximize\n obj: 3 x +\nSubject To\n c1: x <=\n") is Verdict.WRONG
+
+
+def test_each_refusal_of_a_verifier_means_one_thing() -> None:
+    """A solver's refusal keeps its own words (it becomes the ``skipped: ...`` reason); an
+    installation's failure is the harness's error, never a verdict."""
+    from trex_eval.verify import OutOfTime, Unsolvable
+    from trex_eval.verify.lanes import _verdict
+
+    def refused(kind: str) -> dict[str, object]:
+        return {"refused": kind, "message": f"{kind} words", "solver": "highs"}
+
+    with pytest.raises(Unsolvable) as solver_said:
+        _verdict(refused("unsolvable"))
+    assert str(solver_said.value) == "unsolvable words"
+    with pytest.raises(VerifierError, match="harness words"):
+        _verdict(refused("harness"))
+    with pytest.raises(OutOfTime, match="out_of_time words"):
+        _verdict(refused("out_of_time"))
+    with pytest.raises(Unsolvable, match=r"re-solve failed \(failed words\)"):
+        _verdict(refused("failed"))

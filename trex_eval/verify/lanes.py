@@ -223,18 +223,34 @@ class _Process:
         return _Died(f"{what} ({how}{last})", over_budget=False)
 
 
-def _verdict(reply: dict[str, Any]) -> Resolve:
-    refused = reply.get("refused")
+def _raise_refusal(reply: dict[str, Any], what: str) -> None:
+    """Raise what a refused reply (see :mod:`.worker`) means; return for one that is not refused.
+
+    Raises:
+        OutOfTime: ``out_of_time``. GradingError: ``unreadable`` (the reader's word on the file).
+        ModelFileRefused: ``too_large``. VerifierError: ``harness`` (the installation's failure).
+        Unsolvable: ``unsolvable`` (its message), anything else (``what`` failed).
+    """
+    refused, message = reply.get("refused"), str(reply.get("message"))
+    if refused is None:
+        return
     if refused == "out_of_time":
-        raise OutOfTime(str(reply.get("message")), reply.get("solver"))
-    if "status" not in reply:
-        raise Unsolvable(f"re-solve failed ({reply.get('message', reply)})")
-    if refused == "unsolvable":
-        raise Unsolvable(str(reply.get("message")))
+        raise OutOfTime(message, reply.get("solver"))
     if refused == "harness":
-        raise VerifierError(f"the verifier process cannot work: {reply.get('message')}")
-    if refused is not None:
-        raise Unsolvable(f"re-solve failed ({reply.get('message')})")
+        raise VerifierError(f"the verifier process cannot work: {message}")
+    if refused == "unreadable":
+        raise GradingError(message)
+    if refused == "too_large":
+        raise ModelFileRefused(message)
+    if refused == "unsolvable":
+        raise Unsolvable(message)
+    raise Unsolvable(f"{what} failed ({message})")
+
+
+def _verdict(reply: dict[str, Any]) -> Resolve:
+    _raise_refusal(reply, "re-solve")
+    if "status" not in reply:
+        raise Unsolvable(f"re-solve failed (no verdict in {reply})")
     objective = reply.get("objective")
     return Resolve(
         SolveStatus(reply["status"]),
@@ -285,20 +301,16 @@ class VerifierLanes:
         (:mod:`trex_eval.lp`) in a verifier process within ``budget_s`` CPU seconds.
 
         Raises:
-            GradingError: the text is not a readable model (the reader's message).
+            GradingError: the text is not a readable model (the reader's message);
+                ModelFileRefused (one) where it is over the size caps.
             OutOfTime: the budget ran out.
             Unsolvable: the reading failed otherwise.
             DeadlinePassed, VerifierError: as :meth:`resolve`.
         """
         reply = self._ask(("parse", text, kind, budget_s), budget_s, 0.0)
-        if reply.get("refused") == "harness":
-            raise VerifierError(f"the verifier process cannot work: {reply.get('message')}")
-        if reply.get("refused") == "unreadable":
-            raise GradingError(str(reply.get("message")))
-        if reply.get("refused") == "too_large":
-            raise ModelFileRefused(str(reply.get("message")))
+        _raise_refusal(reply, "reading the model")
         if "model" not in reply:
-            raise Unsolvable(f"reading the model failed ({reply.get('message', reply)})")
+            raise Unsolvable(f"reading the model failed (no model in {reply})")
         return LinearModel.model_validate_json(reply["model"])
 
     def gurobi_available(self) -> bool:
