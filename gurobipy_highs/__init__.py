@@ -12,7 +12,8 @@ as gurobipy reads them, ``Column``, ``addConstr(s)`` including generator, range,
 ``var == max_(...)`` forms, ``addLConstr``, ``addQConstr``, ``addRange``, ``addSOS``,
 ``addGenConstr{Max,Min,Abs,And,Or,Norm,Indicator,PWL}``, ``setObjective``, ``setObjectiveN``,
 ``update``, ``optimize`` (with a lazy-constraint callback), ``write`` to ``.lp`` (Gurobi's exact
-dialect), ``.mps``, ``.sol``, ``.mst``, ``.prm``, ``getAttr``/``setAttr``, ``Params``,
+dialect), ``.mps``, ``.sol``, ``.mst``, ``.prm``, ``read`` of ``.lp``/``.mps`` files (parsed by
+HiGHS), ``getAttr``/``setAttr``, ``Params``,
 ``remove``, ``copy``, ``relax``), the matrix API (``addMVar``, ``MVar``, ``MLinExpr``,
 ``MQuadExpr``, ``MConstr``, ``@``), ``Var``/``LinExpr``/``QuadExpr`` arithmetic, ``quicksum``,
 ``tupledict``, ``tuplelist``, ``multidict``, ``Env``, and ``GRB`` with the real constant values.
@@ -70,8 +71,11 @@ class gurobi:
 
 
 def read(filename: str, env: Env | None = None) -> Model:
-    """Reading model files needs real Gurobi's parsers."""
-    raise CompatNotImplementedError("gurobipy.read")
+    """The model in an LP or MPS file (optionally ``.gz``/``.bz2``), parsed by HiGHS; see
+    :mod:`._read` for what is read and what is refused."""
+    from ._read import read_model
+
+    return read_model(filename, env)
 
 
 def __getattr__(name: str) -> object:

@@ -66,6 +66,7 @@ MODEL_SUPPORTED = frozenset(
         "NumQNZs",
         "NumQCNZs",
         "NumObj",
+        "NumScenarios",
         "ModelSense",
         "ObjCon",
         "ModelName",
@@ -94,7 +95,14 @@ MODEL_SUPPORTED = frozenset(
         "ObjNCon",
     }
 )
-MODEL_WRITABLE = frozenset({"ModelSense", "ObjCon", "ModelName"})
+MODEL_WRITABLE = frozenset({"ModelSense", "ObjCon", "ModelName", "NumScenarios"})
+
+#: The multi-scenario attributes (model, variable and constraint ones). HiGHS has no scenarios:
+#: a model has none (``NumScenarios`` reads 0, setting it to 0 is accepted), and setting
+#: ``NumScenarios`` above 0 or touching any of these raises ``NeedsGurobiError``.
+SCENARIO_ATTRS = frozenset(
+    {"ScenNLB", "ScenNUB", "ScenNObj", "ScenNRHS", "ScenNName", "ScenNObjVal", "ScenNObjBound", "ScenNX"}
+)
 
 STORED_BY_KIND: dict[str, dict[str, object]] = {
     "Var": VAR_STORED,

@@ -10,6 +10,15 @@ eigenvalue magnitude).
 A maximisation is solved as ``min -f``; objective, bound, duals (``Pi``) and reduced costs
 (``RC``) are turned back to the original sense, with gurobipy's sign conventions. ``numpy`` and
 ``highspy`` are imported on first use, so building and writing models never loads them.
+
+HiGHS's QP solver regularises the Hessian with an absolute ``1e-7`` and tests optimality with
+absolute tolerances, so a convex QP whose objective is tiny (a portfolio variance with
+covariances of 1e-4 to 1e-6) cycles without progress ("excessively small Hessian values") or
+stops at a visibly wrong optimum. A QP's objective is therefore solved multiplied by a power of
+two (:func:`objective_scale`; exact in binary floating point, the minimiser is unchanged) and its
+value, bound, duals and reduced costs are divided back. The QP solver also runs under an
+iteration limit of the layer's own (:func:`qp_iteration_limit`): a QP that still stalls raises
+``NeedsGurobiError`` instead of running until the time limit.
 """
 
 from __future__ import annotations
@@ -28,6 +37,17 @@ from ._snapshot import Snapshot
 
 #: Relative tolerance of the convexity test on the objective Hessian.
 CONVEXITY_TOL = 1e-9
+
+#: HiGHS's largest upper bound of a semi-continuous or semi-integer column (``kMaxSemiVariableUpper``
+#: in HiGHS): beyond it HiGHS solves with a substituted bound and may report a feasible model
+#: infeasible, or status NUMERIC.
+MAX_SEMI_UPPER = 1e5
+
+#: The layer's QP iteration limit is ``QP_ITERATIONS_BASE + QP_ITERATIONS_PER_ITEM * (cols + rows)``:
+#: healthy active-set solves take about one iteration per column or row (a 20-asset portfolio:
+#: 30-45), a stalled one hundreds of thousands per second.
+QP_ITERATIONS_BASE = 10_000
+QP_ITERATIONS_PER_ITEM = 100
 
 _GUROBI_MIP_GAP_ABS = 1e-10
 
@@ -66,6 +86,11 @@ def check_solvable(snap: Snapshot, params: ParamSet) -> None:
     for j, vtype in enumerate(snap.vtype):
         if vtype in ("S", "N") and math.isinf(snap.ub[j]):
             raise NeedsGurobiError(f"semi-continuous variable {snap.var_names[j]} without an upper bound")
+        if vtype in ("S", "N") and snap.ub[j] > MAX_SEMI_UPPER:
+            raise NeedsGurobiError(
+                f"semi-continuous variable {snap.var_names[j]} with upper bound {snap.ub[j]:g} "
+                f"(HiGHS takes semi-continuous upper bounds up to {MAX_SEMI_UPPER:g})"
+            )
     if snap.q_obj:
         if any(t != "C" for t in snap.vtype):
             raise NeedsGurobiError("quadratic objective with integer variables (MIQP)")
@@ -138,40 +163,73 @@ def _bound(value: float) -> float:
 
 def solve(snap: Snapshot, params: ParamSet, overrides: dict[str, float] | None = None) -> SolveOutcome:
     """Solve ``snap`` under ``params`` (and HiGHS options ``overrides``); call
-    :func:`check_solvable` first."""
+    :func:`check_solvable` first. Raises ``NeedsGurobiError`` when HiGHS's QP solver reaches
+    the layer's own iteration limit (:func:`qp_iteration_limit`)."""
     started = time.perf_counter()
     if snap.num_vars == 0:
         return _solve_without_columns(snap, started)
-    import numpy as np
-
-    highspy = _highspy()
     quiet = not params.logging_on()
     highs = _new_highs(quiet)
     highs.setOptionValue("output_flag", not quiet)
     _apply_options(highs, params)
+    limit = qp_iteration_limit(snap) if snap.q_obj else 0
+    if limit:
+        highs.setOptionValue("qp_iteration_limit", limit)
     for option, setting in (overrides or {}).items():
         highs.setOptionValue(option, setting)
-    flip = -1.0 if snap.sense < 0 else 1.0
+    # HiGHS minimises: every objective coefficient is multiplied by `factor` (the sense, times a
+    # power of two for a QP) and every objective-scaled result divided by it
+    factor = (-1.0 if snap.sense < 0 else 1.0) * objective_scale(snap)
+    highs.passModel(_highs_lp(snap, factor))
+    if snap.q_obj:
+        highs.passHessian(_hessian(snap, factor))
+    highs.run()
+    if limit and highs.getInfo().qp_iteration_count >= limit:
+        raise NeedsGurobiError(
+            f"HiGHS's QP solver made no progress in {limit} iterations on this convex quadratic "
+            "objective (it stalls on badly scaled Hessians)"
+        )
+    return _outcome(highs, snap, factor, started)
+
+
+def objective_scale(snap: Snapshot) -> float:
+    """The power of two a QP's objective is multiplied by for HiGHS (1.0 for an LP or MILP): it
+    brings the largest Hessian entry or linear cost to between 2**-0.5 and 2**0.5."""
+    if not snap.q_obj:
+        return 1.0
+    largest = max(max(abs(2.0 * q) for _i, _j, q in snap.q_obj), max((abs(c) for c in snap.obj), default=0.0))
+    if largest == 0.0 or not math.isfinite(largest):
+        return 1.0
+    return float(2.0 ** -round(math.log2(largest)))
+
+
+def qp_iteration_limit(snap: Snapshot) -> int:
+    """The QP iteration limit the layer gives HiGHS (see :data:`QP_ITERATIONS_BASE`)."""
+    return QP_ITERATIONS_BASE + QP_ITERATIONS_PER_ITEM * (snap.num_vars + len(snap.rows))
+
+
+def _highs_lp(snap: Snapshot, factor: float) -> Any:
+    """The linear part of ``snap`` as a ``HighsLp``, objective multiplied by ``factor``."""
+    import numpy as np
+
+    highspy = _highspy()
     lp = highspy.HighsLp()
     lp.num_col_ = snap.num_vars
     lp.num_row_ = len(snap.rows)
-    lp.col_cost_ = np.array(snap.obj, dtype=np.float64) * flip
-    lp.offset_ = snap.obj_constant * flip
+    lp.col_cost_ = np.array(snap.obj, dtype=np.float64) * factor
+    lp.offset_ = snap.obj_constant * factor
     lower = [_bound(v) for v in snap.lb]
     upper = [_bound(v) for v in snap.ub]
-    integrality = []
+    kinds = {
+        "C": highspy.HighsVarType.kContinuous,
+        "B": highspy.HighsVarType.kInteger,
+        "I": highspy.HighsVarType.kInteger,
+        "S": highspy.HighsVarType.kSemiContinuous,
+        "N": highspy.HighsVarType.kSemiInteger,
+    }
     for j, vtype in enumerate(snap.vtype):
         if vtype == "B":
             lower[j], upper[j] = max(lower[j], 0.0), min(upper[j], 1.0)
-        integrality.append(
-            {
-                "C": highspy.HighsVarType.kContinuous,
-                "B": highspy.HighsVarType.kInteger,
-                "I": highspy.HighsVarType.kInteger,
-                "S": highspy.HighsVarType.kSemiContinuous,
-                "N": highspy.HighsVarType.kSemiInteger,
-            }[vtype]
-        )
     lp.col_lower_ = np.array(lower, dtype=np.float64)
     lp.col_upper_ = np.array(upper, dtype=np.float64)
     row_lower: list[float] = []
@@ -196,12 +254,8 @@ def solve(snap: Snapshot, params: ParamSet, overrides: dict[str, float] | None =
         lp.a_matrix_.num_row_ = len(snap.rows)
         lp.a_matrix_.num_col_ = snap.num_vars
     if snap.is_mip:
-        lp.integrality_ = integrality
-    highs.passModel(lp)
-    if snap.q_obj:
-        highs.passHessian(_hessian(snap, flip))
-    highs.run()
-    return _outcome(highs, snap, flip, started)
+        lp.integrality_ = [kinds[vtype] for vtype in snap.vtype]
+    return lp
 
 
 def _apply_options(highs: Any, params: ParamSet) -> None:
@@ -226,8 +280,8 @@ def _apply_options(highs: Any, params: ParamSet) -> None:
         highs.setOptionValue("log_file", str(log_file))
 
 
-def _hessian(snap: Snapshot, flip: float) -> Any:
-    """HiGHS Hessian (lower triangle, column-wise) of ``flip * sum(q x_i x_j)``: HiGHS minimises
+def _hessian(snap: Snapshot, factor: float) -> Any:
+    """HiGHS Hessian (lower triangle, column-wise) of ``factor * sum(q x_i x_j)``: HiGHS minimises
     ``c'x + 1/2 x'Hx``, so diagonal entries are ``2q`` and off-diagonal entries ``q``."""
     import numpy as np
 
@@ -236,7 +290,7 @@ def _hessian(snap: Snapshot, flip: float) -> Any:
     for i, j, q in snap.q_obj:
         column = by_column.setdefault(min(i, j), {})
         row = max(i, j)
-        column[row] = column.get(row, 0.0) + flip * (2.0 * q if i == j else q)
+        column[row] = column.get(row, 0.0) + factor * (2.0 * q if i == j else q)
     hessian = highspy.HighsHessian()
     hessian.dim_ = snap.num_vars
     hessian.format_ = highspy.HessianFormat.kTriangular
@@ -254,7 +308,7 @@ def _hessian(snap: Snapshot, flip: float) -> Any:
     return hessian
 
 
-def _outcome(highs: Any, snap: Snapshot, flip: float, started: float) -> SolveOutcome:
+def _outcome(highs: Any, snap: Snapshot, factor: float, started: float) -> SolveOutcome:
     highspy = _highspy()
     model_status = highs.getModelStatus()
     info = highs.getInfo()
@@ -270,19 +324,19 @@ def _outcome(highs: Any, snap: Snapshot, flip: float, started: float) -> SolveOu
     if not has_solution or status in (G.INFEASIBLE, G.INF_OR_UNBD, G.UNBOUNDED):
         return outcome
     solution = highs.getSolution()
-    outcome.objval = flip * float(highs.getObjectiveValue())
+    outcome.objval = float(highs.getObjectiveValue()) / factor
     outcome.x = [float(v) for v in solution.col_value]
     activity = [float(v) for v in solution.row_value]
     outcome.slack = [row.rhs - a for row, a in zip(snap.rows, activity, strict=True)]
     if snap.is_mip:
         bound = float(info.mip_dual_bound)
-        outcome.objbound = flip * bound if math.isfinite(bound) else outcome.objval
+        outcome.objbound = bound / factor if math.isfinite(bound) else outcome.objval
         outcome.mip_gap = float(info.mip_gap) if math.isfinite(info.mip_gap) else math.inf
     else:
         outcome.objbound = outcome.objval
         if solution.dual_valid:
-            outcome.pi = [flip * float(v) for v in solution.row_dual]
-            outcome.rc = [flip * float(v) for v in solution.col_dual]
+            outcome.pi = [float(v) / factor for v in solution.row_dual]
+            outcome.rc = [float(v) / factor for v in solution.col_dual]
     return outcome
 
 

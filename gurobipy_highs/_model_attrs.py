@@ -3,7 +3,9 @@ case-insensitive attribute properties of models, variables and constraints.
 
 Reads return committed values (writes are queued until the next update); reading any attribute
 of an object awaiting an update raises ``AttributeError``; solution attributes raise
-``AttributeError`` while no solution exists. Attributes Gurobi has but this layer does not
+``AttributeError`` while no solution exists. Multi-scenario models are refused by name: setting
+``NumScenarios`` above 0, or reading or setting any ``ScenN*`` attribute, raises
+``NeedsGurobiError`` at once (``NumScenarios`` reads 0). Attributes Gurobi has but this layer does not
 emulate raise ``CompatNotImplementedError``; names Gurobi lacks raise its ``AttributeError``.
 """
 
@@ -19,13 +21,20 @@ from ._attrs import (
     MODEL_WRITABLE,
     MODIFYING,
     READ_ONLY,
+    SCENARIO_ATTRS,
     SOLUTION_BY_KIND,
     STORED_BY_KIND,
     canonical_attr,
     object_kind_of,
     owner_has,
 )
-from ._errors import CompatNotImplementedError, GurobiError, invalid_argument, no_attribute
+from ._errors import (
+    CompatNotImplementedError,
+    GurobiError,
+    NeedsGurobiError,
+    invalid_argument,
+    no_attribute,
+)
 from ._expr import Var
 from ._model_multi import MULTI_ATTRS, multi_attr, var_objn
 from ._objects import ModelObject
@@ -81,6 +90,8 @@ class ModelAttributes:
 
     def _model_attr(self, canonical: str) -> object:
         state = self._gpc
+        if canonical in SCENARIO_ATTRS:
+            raise _scenarios_refused(f"attribute Model.{canonical}")
         if canonical in MODEL_SUPPORTED:
             return self._read_model_attr(canonical)
         kind = object_kind_of(canonical)
@@ -107,12 +118,13 @@ class ModelAttributes:
             "NumQConstrs": lambda: len(state.qconstrs),
             "NumGenConstrs": lambda: len(state.genconstrs),
             "NumSOS": lambda: len(state.sos),
-            "NumIntVars": lambda: sum(t in ("I", "B", "N") for t in vtypes),
+            "NumIntVars": lambda: sum(t != "C" for t in vtypes),  # gurobipy counts S and N too
             "NumBinVars": lambda: vtypes.count("B"),
             "NumNZs": lambda: sum(len(c._vars) for c in state.constrs),
             "NumQNZs": lambda: len(state.q_obj),
             "NumQCNZs": lambda: sum(len(q._quad) for q in state.qconstrs),
             "NumObj": lambda: multi_attr(state, "NumObj"),
+            "NumScenarios": lambda: 0,
             "ModelSense": lambda: state.sense,
             "ObjCon": lambda: state.obj_constant,
             "ModelName": lambda: state.name,
@@ -149,6 +161,8 @@ class ModelAttributes:
         return value
 
     def _set_model_attr(self, canonical: str, value: object) -> None:
+        if canonical in SCENARIO_ATTRS:
+            raise _scenarios_refused(f"setting attribute Model.{canonical}")
         if canonical not in MODEL_WRITABLE:
             if canonical in MODEL_SUPPORTED or object_kind_of(canonical) is not None:
                 raise AttributeError(f"Attribute '{canonical}' cannot be set")
@@ -159,6 +173,10 @@ class ModelAttributes:
                 raise GurobiError(10003, "Invalid objective sense")
             sense = G.MAXIMIZE if value == G.MAXIMIZE else G.MINIMIZE
             self._queue(lambda: setattr(state, "sense", sense), modifies=True)
+        elif canonical == "NumScenarios":
+            count = int(number(value, canonical))
+            if count != 0:
+                raise _scenarios_refused(f"NumScenarios = {count}")
         elif canonical == "ObjCon":
             constant = number(value, "ObjCon")
             self._queue(lambda: setattr(state, "obj_constant", constant), modifies=True)
@@ -179,6 +197,8 @@ class ModelAttributes:
         if canonical is None or not owner_has(kind, canonical):
             raise no_attribute(kind, name)
         assert isinstance(obj, (Var, ModelObject))
+        if canonical in SCENARIO_ATTRS:
+            raise _scenarios_refused(f"attribute {kind}.{canonical}")
         if obj._index < 0:
             raise AttributeError(f"Index out of range for attribute '{canonical}'")
         stored = STORED_BY_KIND[kind]
@@ -213,6 +233,8 @@ class ModelAttributes:
         canonical = canonical_attr(name)
         if canonical is None or not owner_has(kind, canonical):
             raise no_attribute(kind, name)
+        if canonical in SCENARIO_ATTRS:
+            raise _scenarios_refused(f"setting attribute {kind}.{canonical}")
         stored = STORED_BY_KIND[kind]
         if canonical in SOLUTION_BY_KIND[kind] or canonical in READ_ONLY:
             raise AttributeError(f"Attribute '{canonical}' cannot be set")
@@ -240,6 +262,13 @@ class ModelAttributes:
                 value = self._get_attr_of(obj, canonical)
                 if value:
                     print(f"{obj._props.get('VarName', obj._props.get('ConstrName'))!s:>12} {value!s:>12} ")
+
+
+def _scenarios_refused(what: str) -> NeedsGurobiError:
+    return NeedsGurobiError(
+        f"a multi-scenario model ({what}): HiGHS has no scenarios (a program can solve each "
+        "scenario as a model of its own)"
+    )
 
 
 def _is_mip(state: ModelState) -> bool:

@@ -1,10 +1,18 @@
 """The general-constraint half of ``Model`` (a mixin): ``addGenConstr{Max,Min,Abs,And,Or,Norm,
 PWL,Indicator}`` and the ``var == max_(...)``/indicator forms of ``addConstr``. They are stored
 as gurobipy stores them (and written to LP files the same way); how the solve treats each kind
-is in :mod:`._reform`."""
+is in :mod:`._reform`.
+
+The ``vars`` argument of the max/min/and/or/norm helpers is read as gurobipy reads it: a list or
+tuple of variables, or a ``tupledict`` whose *values* are the variables (with gurobipy's
+``DeprecationWarning``); a plain ``dict`` is iterated like any iterable, so its *keys* are read,
+as gurobipy 13 reads them (measured). Anything that is not a variable raises gurobipy's
+``GurobiError`` 10003 "Invalid data in vars array" when the constraint is added, never later
+(gurobipy 13 also takes integers there, as column indices; the layer does not)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
@@ -13,9 +21,24 @@ from ._errors import GurobiError
 from ._expr import LinExpr, TempConstr, Var
 from ._objects import GenConstr
 from ._state import ModelState, check_name, number, optional_number, sense_code, to_linear
+from ._tuples import tupledict
 
 if TYPE_CHECKING:
     from ._model import Model
+
+
+def _operands(method: str, vars: object) -> tuple[Var, ...]:
+    """The variables of a general constraint's ``vars`` argument (see the module docstring)."""
+    if isinstance(vars, tupledict):
+        # stacklevel 3: the warning names the program's line, as gurobipy's does
+        warnings.warn(f"Passing a tupledict to {method} is deprecated", DeprecationWarning, stacklevel=3)
+        vars = list(vars.values())
+    if not isinstance(vars, Iterable) or isinstance(vars, (str, bytes)):
+        raise TypeError(f"object of type '{type(vars).__name__}' has no len()")
+    operands = tuple(vars)
+    if not all(isinstance(v, Var) for v in operands):
+        raise GurobiError(10003, "Invalid data in vars array")
+    return cast("tuple[Var, ...]", operands)
 
 
 class GeneralConstraintMethods:
@@ -52,34 +75,37 @@ class GeneralConstraintMethods:
         return general
 
     def addGenConstrMax(
-        self, resvar: Var, vars: Iterable[Var], constant: object = None, name: object = ""
+        self, resvar: Var, vars: object, constant: object = None, name: object = ""
     ) -> GenConstr:
+        operands = _operands("addGenConstrMax", vars)
         return self._add_general(
-            "max", name, resvar=resvar, vars=tuple(vars), constant=optional_number(constant)
+            "max", name, resvar=resvar, vars=operands, constant=optional_number(constant)
         )
 
     def addGenConstrMin(
-        self, resvar: Var, vars: Iterable[Var], constant: object = None, name: object = ""
+        self, resvar: Var, vars: object, constant: object = None, name: object = ""
     ) -> GenConstr:
+        operands = _operands("addGenConstrMin", vars)
         return self._add_general(
-            "min", name, resvar=resvar, vars=tuple(vars), constant=optional_number(constant)
+            "min", name, resvar=resvar, vars=operands, constant=optional_number(constant)
         )
 
     def addGenConstrAbs(self, resvar: Var, argvar: Var, name: object = "") -> GenConstr:
+        if not isinstance(argvar, Var):  # a list here is a program error in gurobipy too
+            raise TypeError(f"{argvar!r} is not a variable")
         return self._add_general("abs", name, resvar=resvar, vars=(argvar,), constant=None)
 
-    def addGenConstrAnd(self, resvar: Var, vars: Iterable[Var], name: object = "") -> GenConstr:
-        return self._add_general("and", name, resvar=resvar, vars=tuple(vars), constant=None)
+    def addGenConstrAnd(self, resvar: Var, vars: object, name: object = "") -> GenConstr:
+        operands = _operands("addGenConstrAnd", vars)
+        return self._add_general("and", name, resvar=resvar, vars=operands, constant=None)
 
-    def addGenConstrOr(self, resvar: Var, vars: Iterable[Var], name: object = "") -> GenConstr:
-        return self._add_general("or", name, resvar=resvar, vars=tuple(vars), constant=None)
+    def addGenConstrOr(self, resvar: Var, vars: object, name: object = "") -> GenConstr:
+        operands = _operands("addGenConstrOr", vars)
+        return self._add_general("or", name, resvar=resvar, vars=operands, constant=None)
 
-    def addGenConstrNorm(
-        self, resvar: Var, vars: Iterable[Var], which: object, name: object = ""
-    ) -> GenConstr:
-        return self._add_general(
-            "norm", name, resvar=resvar, vars=tuple(vars), constant=number(which, "which")
-        )
+    def addGenConstrNorm(self, resvar: Var, vars: object, which: object, name: object = "") -> GenConstr:
+        operands = _operands("addGenConstrNorm", vars)
+        return self._add_general("norm", name, resvar=resvar, vars=operands, constant=number(which, "which"))
 
     def addGenConstrPWL(
         self, xvar: Var, yvar: Var, xpts: Iterable[object], ypts: Iterable[object], name: object = ""

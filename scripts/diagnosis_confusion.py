@@ -14,7 +14,14 @@ mutation            edit of the program text                                    
 sense               ``GRB.MAXIMIZE`` <-> ``GRB.MINIMIZE``                         sense_flipped
 to_continuous       ``GRB.INTEGER`` -> ``GRB.CONTINUOUS``                         integrality_missing
 to_integer          ``GRB.CONTINUOUS`` -> ``GRB.INTEGER``                         integrality_extra
-free_vars           ``lb=-GRB.INFINITY`` on every ``addVar(s)`` (``lb=0`` replaced)  bounds_missing
+free_vars           ``lb=-GRB.INFINITY`` on every ``addVar(s)`` (``lb=0`` replaced)  bounds_missing (see
+                                                                                  free_subset)
+free_subset         ``lb=-GRB.INFINITY`` on a random subset of the ``addVar(s)``   unbounded_model /
+                    calls (seeded by the row id), and ``print(<m>.ObjVal)`` after  infeasible_model by
+                    the last solve where the program reads no objective; kept      the captured solve's
+                    only where the program never reads a solve status: it raises   status when the
+                    when the solve has no optimum                                  program raised after
+                                                                                  it, else bounds_missing
 extra_constraint    an objective cut ``obj >= ref + d`` (``<=`` ``ref - d`` when      constraint_extra
                     maximising), named ``diag_extra``, before the solve
 drop_constraint     one single-line ``addConstr`` statement replaced by ``pass``      unbounded_model when
@@ -54,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import re
 import time
 from collections import Counter
@@ -73,9 +81,11 @@ from trex_eval.records import (
     ExecStatus,
     Execution,
     Grade,
+    LinearModel,
     ObjectiveReference,
     Problem,
     SolveStatus,
+    StructureReference,
     Verdict,
 )
 from trex_eval.sandbox import SandboxLimits, SandboxPool
@@ -87,6 +97,13 @@ LIMITS = SandboxLimits(wall_s=20.0, cpu_s=20.0)
 _RAISING = frozenset({"data_key", "api_attr"})
 """Mutations whose category is decided by the exception they raise."""
 _OPTIMIZE = re.compile(r"^(\s*)(\w+)\.optimize\(\)\s*$", re.M)
+_READS_OBJECTIVE = re.compile(r"\.(?:ObjVal|objVal|getObjective\(\)\.getValue\(\))")
+_READS_STATUS = re.compile(r"\.(?:Status|status|SolCount)\b|GRB\.(?:OPTIMAL|Status|INFEASIBLE|UNBOUNDED)")
+_LIMITS_EXPECTED = frozenset({"drop_constraint", "truncate"})
+"""Mutations whose samples stay in the matrix when they run out of time or memory, as they did
+before ``free_subset`` came: the other mutations' expected category needs the mistake reached."""
+_FREED = frozenset({"free_vars", "free_subset"})
+"""Mutations that free variables: named by the solve's status when the program raised after it."""
 _KEY = re.compile(r"\[(['\"])(\w+)\1\]")
 
 
@@ -136,13 +153,16 @@ def _call_end(code: str, start: int) -> int | None:
     return None
 
 
-def _free_vars(code: str) -> str | None:
+def _free_vars(code: str, *, chosen: Callable[[int], bool] = lambda _: True) -> str | None:
+    """``code`` with ``lb=-GRB.INFINITY`` on each ``addVar(s)`` call whose number (0, 1, ... in
+    text order) is ``chosen`` (default: every call); ``None`` where nothing changed."""
     if "GRB" not in code:
         return None
     out, position, changed = [], 0, False
-    for match in re.finditer(r"\.addVars?\(", code):
+    calls = (match for match in re.finditer(r"\.addVars?\(", code))
+    for number, match in enumerate(calls):
         end = _call_end(code, match.end() - 1)
-        if end is None or match.start() < position:
+        if end is None or match.start() < position or not chosen(number):
             continue
         call = code[match.start() : end]
         if re.search(r"\blb\s*=", call):
@@ -153,6 +173,28 @@ def _free_vars(code: str) -> str | None:
         out += [code[position : match.start()], new]
         position = end
     return "".join([*out, code[position:]]) if changed else None
+
+
+def _free_subset(code: str, seed: str) -> str | None:
+    """A random non-empty subset (seeded by ``seed``) of the ``addVar(s)`` calls freed, in a
+    program that reads the objective after its last solve without reading a status (the read
+    added where the program has none); ``None`` where the program reads a status."""
+    if _READS_STATUS.search(code):
+        return None
+    count = len(re.findall(r"\.addVars?\(", code))
+    if not count:
+        return None
+    rng = random.Random(seed)
+    subset = set(rng.sample(range(count), rng.randint(1, count)))
+    freed = _free_vars(code, chosen=subset.__contains__)
+    if freed is None or _READS_OBJECTIVE.search(freed):
+        return freed
+    found = list(_OPTIMIZE.finditer(freed))
+    if not found:
+        return None
+    last = found[-1]
+    read = f"{last.group(1)}print('objective', {last.group(2)}.ObjVal)\n"
+    return freed[: last.end()] + "\n" + read + freed[last.end() :].lstrip("\n")
 
 
 def _drop_constraint(code: str) -> str | None:
@@ -187,6 +229,7 @@ def mutants(problem: Problem, code: str) -> list[Mutant]:
         "to_continuous": (code.replace("GRB.INTEGER", "GRB.CONTINUOUS"), "integrality_missing"),
         "to_integer": (code.replace("GRB.CONTINUOUS", "GRB.INTEGER"), "integrality_extra"),
         "free_vars": (_free_vars(code), "bounds_missing"),
+        "free_subset": (_free_subset(code, problem.id), None),
         "extra_constraint": (_before_solve(code, _extra_constraint(ref)), "constraint_extra"),
         "drop_constraint": (_drop_constraint(code), None),
         "scale": (_before_solve(code, _objective("100 * {o}")), "objective_scaled"),
@@ -222,11 +265,20 @@ def mutants(problem: Problem, code: str) -> list[Mutant]:
 def _expected(mutant: Mutant, execution: Execution) -> str:
     """The category a mutant's mutation expects; a dropped constraint is ``unbounded_model`` when
     the solve ended unbounded, else ``constraint_missing`` (named against the reference program's
-    model)."""
-    if mutant.expected is not None:
-        return mutant.expected
+    model); freed variables are named by the captured solve's status when the program raised
+    after a solve without an optimum (freeing can only make a feasible model unbounded:
+    ``inf_or_unbd`` is ``unbounded_model``), else ``bounds_missing``."""
     last = execution.last_solve
     unbounded = last is not None and last.status in (SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD)
+    if mutant.mutation in _FREED and execution.error_type is not None and last is not None:
+        if last.status is SolveStatus.INFEASIBLE:
+            return "infeasible_model"
+        if unbounded:
+            return "unbounded_model"
+    if mutant.expected is not None:
+        return mutant.expected
+    if mutant.mutation == "free_subset":
+        return "bounds_missing"
     return "unbounded_model" if unbounded else "constraint_missing"
 
 
@@ -245,7 +297,7 @@ def graded(
     return execution, grade, time.perf_counter() - started
 
 
-def _no_structure(_: object) -> object:
+def _no_structure(_: StructureReference) -> LinearModel:
     raise AssertionError("objective benchmarks only")
 
 
@@ -345,9 +397,9 @@ async def _diagnosed(
         if grade.verdict is Verdict.CORRECT:
             excluded[f"still correct ({mutant.mutation})"] += 1
             continue
-        if grade.verdict in (Verdict.TIMEOUT, Verdict.MEMORY_LIMIT) and mutant.expected not in (
-            None,
-            "truncated",
+        if (
+            grade.verdict in (Verdict.TIMEOUT, Verdict.MEMORY_LIMIT)
+            and mutant.mutation not in _LIMITS_EXPECTED
         ):
             # The mutant never reached the mistake it was made for (the edit made it too slow).
             excluded[f"{grade.verdict.value} ({mutant.mutation})"] += 1

@@ -41,42 +41,23 @@ def test_the_check_names_a_module_over_the_limit(tmp_path: Path) -> None:
     ]
 
 
-def test_the_check_names_a_function_over_the_limit_and_a_listed_one_that_grew(tmp_path: Path) -> None:
+def test_the_check_names_each_function_over_the_limit_by_its_qualified_name(tmp_path: Path) -> None:
     check_module_sizes = _checker()
-    # Any listed function will do: the list shrinks as they are split.
-    where, listed = next(iter(check_module_sizes.LONG_FUNCTIONS.items()))
-    module, name = where.split(":")
-    (tmp_path / module).parent.mkdir(parents=True)
+    (tmp_path / "trex_eval").mkdir()
     (tmp_path / "gurobipy_highs").mkdir()
     limit = check_module_sizes.FUNCTION_LIMIT
 
-    def function(name: str, lines: int) -> str:
-        return f"def {name}() -> None:\n" + "    x = 1\n" * (lines - 1)
+    def function(name: str, lines: int, indent: str = "") -> str:
+        return f"{indent}def {name}(self) -> None:\n" + f"{indent}    x = 1\n" * (lines - 1)
 
-    (tmp_path / "trex_eval" / "long.py").write_text(function("fits", limit) + function("too_long", limit + 1))
-    (tmp_path / module).write_text(function(name, listed + 1))
-    assert sorted(check_module_sizes.long_functions(tmp_path)) == [
-        (where, listed + 1, listed),
-        ("trex_eval/long.py:too_long", limit + 1, limit),
-    ]
-
-
-def test_a_listed_function_that_shrank_must_lower_its_entry_and_methods_have_no_borrowed_ceiling(
-    tmp_path: Path,
-) -> None:
-    check_module_sizes = _checker()
-    where, listed = next(iter(check_module_sizes.LONG_FUNCTIONS.items()))
-    module, name = where.split(":")
-    (tmp_path / module).parent.mkdir(parents=True)
-    (tmp_path / "gurobipy_highs").mkdir()
-    body = "    x = 1\n" * (listed - 2)
-    # The listed function shrank by one line, and a method of the same name is as long as the
-    # listed ceiling: both are reported (the method's name is Helper.<name>, not listed).
-    (tmp_path / module).write_text(
-        f"def {name}() -> None:\n{body}\n\nclass Helper:\n    def {name}(self) -> None:\n"
-        + "        x = 1\n" * (listed - 1)
+    (tmp_path / "trex_eval" / "long.py").write_text(
+        function("fits", limit)
+        + function("too_long", limit + 1)
+        + "class Helper:\n"
+        + function("fits", limit, "    ")
+        + function("method", limit + 2, "    ")
     )
     assert sorted(check_module_sizes.long_functions(tmp_path)) == [
-        (f"{module}:Helper.{name}", listed, check_module_sizes.FUNCTION_LIMIT),
-        (where, listed - 1, listed),
+        ("trex_eval/long.py:Helper.method", limit + 2),
+        ("trex_eval/long.py:too_long", limit + 1),
     ]

@@ -46,7 +46,7 @@ def _manifest() -> RunManifest:
         sha256="ab",
         problems=2,
         grader=GraderKind.OBJECTIVE,
-        rule="strict@2",
+        rule="strict@3",
         extractor="default",
         prompt_set="t-rex",
         template_sha256="cd",

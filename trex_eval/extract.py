@@ -51,15 +51,12 @@ import ast
 import re
 import textwrap
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
-from types import MappingProxyType
 from typing import cast
 
-from trex_eval.errors import ConfigError
 from trex_eval.records import Completion, Program
-from trex_eval.targets import load_target
+from trex_eval.targets import Entry, Registry, takes_arguments
 
 DEFAULT_EXTRACTOR = "default"
 
@@ -333,29 +330,35 @@ def extract_raw(text: str) -> Extraction:
 
 # --------------------------------------------------------------------------- registry
 
-EXTRACTORS: Mapping[str, str] = MappingProxyType(
-    {
-        DEFAULT_EXTRACTOR: "trex_eval.extract:extract_default",
-        "raw": "trex_eval.extract:extract_raw",
-        "trex-compat-solver": "trex_eval.protocols.trex_compat.extract:extract_solver",
-        "trex-compat-orgeval": "trex_eval.protocols.trex_compat.extract:extract_orgeval",
-        "orlm-first-python": "trex_eval.protocols.orlm.extract:extract_first_python",
-    }
+Extractor = Callable[[str], Extraction]
+"""An extractor: a function of the completion text."""
+
+
+def _as_extractor(value: object) -> Extractor | None:
+    return cast(Extractor, value) if takes_arguments(value, 1) else None
+
+
+EXTRACTORS: Registry[Extractor] = Registry(
+    "extractor",
+    (
+        Entry(DEFAULT_EXTRACTOR, "trex_eval.extract:extract_default"),
+        Entry("raw", "trex_eval.extract:extract_raw"),
+        Entry("trex-compat-solver", "trex_eval.protocols.trex_compat.extract:extract_solver"),
+        Entry("trex-compat-orgeval", "trex_eval.protocols.trex_compat.extract:extract_orgeval"),
+        Entry("orlm-first-python", "trex_eval.protocols.orlm.extract:extract_first_python"),
+    ),
+    accept=_as_extractor,
+    expects="a function of the completion text returning (code, reason)",
 )
-"""Extractor name -> ``"module:function"`` of a function of the completion text, returning an
-:data:`Extraction`; imported on first use."""
+"""Extractor name -> ``"module:function"`` of an :data:`Extractor`, returning an
+:data:`Extraction`; imported on first use. Iterating it lists the names."""
 
 
-@cache
-def extractor_function(name: str) -> Callable[[str], Extraction]:
+def extractor_function(name: str) -> Extractor:
     """The function registered as ``name``.
 
     Raises:
-        ConfigError: ``name`` is not a registered extractor.
+        ConfigError: ``name`` is not a registered extractor (with the close matches), or its
+            target is not a function of one argument.
     """
-    target = EXTRACTORS.get(name)
-    if target is None:
-        raise ConfigError(
-            f"unknown extractor {name!r}", hint=f"choose one of: {', '.join(sorted(EXTRACTORS))}"
-        )
-    return cast(Callable[[str], Extraction], load_target(target, what=f"extractor {name!r}"))
+    return EXTRACTORS.get(name)

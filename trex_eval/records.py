@@ -46,13 +46,16 @@ class ObjectiveReference(Record):
 
     ``value`` is the optimal objective when ``status`` is ``optimal``; for an infeasible or
     unbounded reference ``value`` is ``None`` and only the same status can match.
-    ``label`` keeps the answer exactly as the data file wrote it (e.g. ``"3000.0"``).
+    ``label`` keeps the answer exactly as the data file wrote it (e.g. ``"3000.0"``). ``sense``
+    is the objective's sense where the benchmark states it (``None``: not stated); it decides
+    the sign of a minimise-only solver's optimum (:mod:`trex_eval.grading.objective.sign`).
     """
 
     kind: Literal["objective"] = "objective"
     status: SolveStatus = SolveStatus.OPTIMAL
     value: float | None
     label: str
+    sense: Literal["min", "max"] | None = None
 
 
 class StructureReference(Record):
@@ -374,7 +377,9 @@ class ObjectiveEvidence(Record):
     own number, kept beside it (``None`` in records graded before objective rules graded the
     harness's value, whose ``predicted`` is the claim); ``verified_objective`` is the harness's
     re-solve, when one ran. ``digits`` is set by rounding rules (both values rounded to that many
-    decimals first).
+    decimals first). A ``-negated`` source (``verified-negated``, ``hook-negated``) says that
+    ``predicted`` is the negation of that value: a minimise-only solver's optimum whose sign the
+    program or the benchmark gave (:mod:`trex_eval.grading.objective.sign`).
     """
 
     kind: Literal["objective"] = "objective"

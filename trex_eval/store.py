@@ -12,7 +12,7 @@
 Both JSONL files are append-only and written unbuffered, one whole line at a time. A process
 killed mid-write can leave a torn last line: readers ignore it and :meth:`RunStore.open` cuts it
 off before appending again, so a resumed run never duplicates or loses a complete record; a write
-that fails (a full disk) is cut back the same way before the :class:`~trex_eval.errors.StoreError`.
+that fails (a full disk) is cut back the same way before the :class:`StoreWriteError`.
 A torn line anywhere but at the end means the file was edited by hand: ``StoreError``.
 
 Storing a sample never fails for what the sample holds (:meth:`RunStore.append_sample`): its line
@@ -184,6 +184,28 @@ class RunManifest(Record):
     command: tuple[str, ...] = ()
     settings: RunSettings
     provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class StoreWriteError(StoreError):
+    """A write to a run directory that the machine refused (a full disk, a quota, an I/O error,
+    permissions changed under the run) after the run had started: not the input's fault, so the CLI
+    exits 1 ("the machine"), not 2, and says how to continue the run in ``root``. The failed line
+    was cut back first: every complete record is kept."""
+
+    def __init__(self, message: str, *, root: Path, hint: str | None = None) -> None:
+        self.root = root
+        super().__init__(message, hint=hint)
+
+
+def _write_hint(error: OSError, root: Path) -> str:
+    """What to fix when the machine refused a write to the run directory ``root``."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"free space on the disk of {root}"
+    if error.errno == errno.EFBIG:
+        return "a file reached the size limit of this process (`ulimit -f`): raise it"
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"restore write permission on {root}"
+    return f"check the disk of {root} (the kernel log says more)"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -369,7 +391,7 @@ class RunStore:
         next line never follows half of this one.
 
         Raises:
-            StoreError: the file cannot be written (the disk, not the record).
+            StoreWriteError: the file cannot be written (the disk, not the record).
         """
         path = self.root / name
         with self._lock:
@@ -389,9 +411,10 @@ class RunStore:
                 if handle is not None and start >= 0:
                     with contextlib.suppress(OSError):
                         os.ftruncate(handle.fileno(), start)
-                raise StoreError(
-                    f"cannot write {path}: {error.strerror or error}",
-                    hint="free space (or fix the permissions), then resume the run",
+                raise StoreWriteError(
+                    f"cannot write {path}: {(error.strerror or str(error)).lower()}",
+                    root=self.root,
+                    hint=_write_hint(error, self.root),
                 ) from None
 
     def append_completion(self, line: CompletionLine) -> bool:
@@ -412,7 +435,7 @@ class RunStore:
         record (:func:`~trex_eval.budget.harness_failure`, logged).
 
         Raises:
-            StoreError: the file cannot be written, or not even the harness-failure record can
+            StoreWriteError: the file cannot be written; StoreError: not even the harness-failure record can
                 be serialised (a sample identity that is not text).
         """
         try:

@@ -199,6 +199,11 @@ class DiagnosisCategory(str, Enum):
     detail), meets the reference."""
     OBJECTIVE_SCALED = "objective_scaled"
     """The judged value times ``10**k`` (``k`` in ±1..±6) meets the reference."""
+    OBJECTIVE_NEGATED = "objective_negated"
+    """The judged value negated meets the reference: the model optimises the negated objective
+    (a minimise-only solver's maximisation, SciPy's ``linprog(-c)``) and the program gave the
+    harness no sign to put back (it printed no negation of its optimum; see
+    :mod:`trex_eval.grading.objective.sign`)."""
     ROUNDING = "rounding"
     """The judged value rounded to the label's decimals meets the reference."""
     NEAR_MISS = "near_miss"

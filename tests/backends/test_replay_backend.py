@@ -94,7 +94,7 @@ def sample_record(problem: Problem, sample_index: int, text: str) -> SampleRecor
         completion=completion,
         program=Program(code="print(1)", extractor="default", reason="last ```python fence"),
         execution=Execution(status=ExecStatus.OK),
-        grade=Grade(verdict=Verdict.WRONG, rule="strict@2", reason="objective differs"),
+        grade=Grade(verdict=Verdict.WRONG, rule="strict@3", reason="objective differs"),
     )
 
 

@@ -3,6 +3,7 @@ supported file format, messy answer labels, per-row problems, validation and reg
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -227,7 +228,7 @@ def test_validate_reports_rows_rules_and_prompt() -> None:
     assert report.rows_read == 12 and len(report.benchmark.problems) == 3 and len(report.row_errors) == 9
     assert report.source == EXAMPLE / "malformed.jsonl"
     assert dict(report.rules) == {
-        "default": "strict@2",
+        "default": "strict@3",
         "trex-compat": "trex-compat@1",
         "orlm": "orlm-compat@2",
     }
@@ -341,6 +342,54 @@ def test_a_missing_data_file_of_a_users_benchmark_says_what_applies(tmp_path: Pa
         f"data file ({tmp_path} holds problems.jsonl)"
     )
     assert "data verify" not in str(caught.value)
+
+
+def test_a_missing_upstream_template_of_a_users_benchmark_names_its_key(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLE / "problems.jsonl", tmp_path / "problems.jsonl")
+    text = (EXAMPLE / "benchmark.yaml").read_text() + (
+        "  upstream:\n    template: prompts/mine.txt\n    style: user-only\n"
+        '    substitutions: {"{{Question}}": question}\n'
+    )
+    (tmp_path / "b.yaml").write_text(text)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    bench = load_benchmark(str(tmp_path / "b.yaml"), data_dir=data_dir)
+    assert not bench.shipped
+    with pytest.raises(BenchmarkError) as caught:
+        PromptRenderer(bench, "t-rex")
+    line = 1 + text.splitlines().index("    template: prompts/mine.txt")
+    expected = data_dir / "prompts" / "mine.txt"
+    assert caught.value.where == f"{tmp_path / 'b.yaml'}:{line}: prompt.upstream.template"
+    assert caught.value.hint == (
+        f"prompt.upstream.template in b.yaml is relative to the data directory ({data_dir}): put the "
+        f"template at {expected} or fix the path, or choose a project prompt set, e.g. --prompt-set neutral"
+    )
+    assert "data verify" not in str(caught.value)
+
+
+def test_a_missing_upstream_template_of_a_shipped_benchmark_checks_the_data(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    bench = load_benchmark("nl4opt", data_dir=data_dir)
+    assert bench.shipped
+    # The shipped benchmark read against a data directory that lacks its template.
+    with pytest.raises(BenchmarkError, match="cannot read upstream template") as caught:
+        PromptRenderer(dataclasses.replace(bench, data_root=tmp_path), "t-rex")
+    assert caught.value.hint is not None and "trex-eval data verify" in caught.value.hint
+
+
+def test_a_row_count_mismatch_of_a_users_benchmark_names_the_key(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLE / "problems.jsonl", tmp_path / "problems.jsonl")
+    shutil.copytree(EXAMPLE / "instances", tmp_path / "instances")
+    text = (EXAMPLE / "benchmark.yaml").read_text().replace("rows: 10", "rows: 12")
+    (tmp_path / "b.yaml").write_text(text)
+    with pytest.raises(BenchmarkError, match="expected 12 rows, found 10") as caught:
+        load_benchmark(str(tmp_path / "b.yaml"), data_dir=None, strict=True)
+    assert (
+        caught.value.where
+        == f"{tmp_path / 'b.yaml'}:{1 + text.splitlines().index('  rows: 12')}: source.rows"
+    )
+    assert caught.value.hint == "set source.rows in b.yaml to 10 if the data file is right"
 
 
 # --------------------------------------------------------------------------- register

@@ -40,7 +40,7 @@ def gurobipy(body: str) -> str:
 def test_the_rewrites_are_optmaths_in_its_order_and_only_when_asked() -> None:
     rule = get_rule("optmath:fallback=true")
     assert isinstance(rule, ConvertingRule)
-    assert rule.spec == "optmath@2:fallback=true" and get_rule(rule.spec) == rule
+    assert rule.spec == "optmath@3:fallback=true" and get_rule(rule.spec) == rule
     assert "conversion fallback on" in rule.description
     assert "(source: optsuite/OptMATH@b797149 eval/executor.py" in rule.description
     code = (
@@ -58,7 +58,7 @@ def test_the_rewrites_are_optmaths_in_its_order_and_only_when_asked() -> None:
     assert found["strict inequalities to non-strict"] == code.replace(" > ", " >= ")
     assert found["objective sense to minimise"] == code.replace("GRB.MAXIMIZE", "GRB.MINIMIZE")
     plain = get_rule("optmath")
-    assert plain.spec == "optmath@2" and isinstance(plain, ConvertingRule) and plain.conversions(code) == ()
+    assert plain.spec == "optmath@3" and isinstance(plain, ConvertingRule) and plain.conversions(code) == ()
     with pytest.raises(ConfigError, match="has no conversion fallback"):
         get_rule("sirl:fallback=true")
 
@@ -137,4 +137,4 @@ def test_a_miss_passes_only_through_a_named_rewrite(tmp_path: Path, data_dir: Pa
     assert reasons["6"] == plain["6"].grade.reason
     # The sample keeps the program as the model wrote it (the rewrite is named, not stored).
     assert fallback["1"].program.code == plain["1"].program.code
-    assert {r.grade.rule for r in fallback.values()} == {"optmath@2:fallback=true"}
+    assert {r.grade.rule for r in fallback.values()} == {"optmath@3:fallback=true"}

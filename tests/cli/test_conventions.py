@@ -94,6 +94,28 @@ def test_a_torn_last_line_is_refused_unless_allowed_and_then_counted_missing(tmp
     assert bench["problems"] == 4 and bench["missing_samples"] == 1  # the cut answer stays in the denominator
 
 
+def test_a_torn_line_of_a_problem_earlier_lines_hold_is_not_called_missing(tmp_path: Path) -> None:
+    """Issue 46: a cut-off second record of the problem line 1 holds is no missing problem at one
+    sample per problem, and one missing sample of it at two."""
+    first = (EXAMPLE / "completions-coptpy.jsonl").read_text().splitlines()[0]
+    source = tmp_path / "answers.jsonl"
+    source.write_text(first + "\n" + first[: len(first) // 2])
+    for samples, says, missing in (
+        ("1", "nothing is missing: earlier lines hold the 1 sample(s) of problem 'product-mix'", 0),
+        (
+            "2",
+            "problem 'product-mix' is graded from its earlier lines; 1 of its 2 samples count as missing",
+            1,
+        ),
+    ):
+        out = tmp_path / f"k{samples}"
+        done = _grade(source, "--allow-torn-line", "-k", samples, "--out", str(out), cwd=tmp_path)
+        assert f"the last line of answers.jsonl is cut off and was skipped ({says})" in done.stderr  # type: ignore[attr-defined]
+        assert "counts as missing" not in done.stderr  # type: ignore[attr-defined]
+        (bench,) = json.loads((out / "summary.json").read_text())["benchmarks"]
+        assert (bench["problems"], bench["missing_samples"]) == (1, missing)
+
+
 def test_an_empty_completions_file_is_refused_with_what_to_do(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
@@ -128,4 +150,6 @@ def test_grades_get_directories_named_after_their_source_and_audits_are_never_ra
         "leaderboard", *map(str, sorted((tmp_path / "results").iterdir())), columns=200, cwd=tmp_path
     )
     assert "skipping" in board.stderr and "audit-x" in board.stderr
-    assert "audit-x" not in board.stdout
+    # Not ranked: only the closing command (this command line again, with --out) names it.
+    ranked = [line for line in board.stdout.splitlines() if not line.startswith("definitions and run")]
+    assert "audit-x" not in "\n".join(ranked)

@@ -425,3 +425,87 @@ m.optimize(); print(m.Status, x.X.tolist(), x.Obj.tolist(), x[1:3].shape, x[[0, 
 """,
     }
 )
+
+CASES.update(
+    {
+        # -------------------------------------------------------------- misses on real programs (issue 45)
+        "gen_constr_helpers_take_tupledict_values": """
+m = gp.Model(); x = m.addVars(['a', 'b', 'c'], lb=-5, ub=[1, 2, 3], name='x')
+r = m.addVar(lb=-10, ub=10, name='r'); s = m.addVar(lb=-10, ub=10, name='s')
+b = m.addVars(['p', 'q'], vtype='B', name='b'); o = m.addVar(vtype='B', name='o'); a = m.addVar(vtype='B', name='a')
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    m.addGenConstrMin(r, x); m.addGenConstrMax(s, x, constant=0.5)
+    m.addGenConstrOr(o, b); m.addGenConstrAnd(a, [b['p'], b['q']])
+print([(str(w.message), w.category.__name__, w.filename) for w in caught])
+m.addConstr(x.sum() == 1); m.setObjective(r + s - o + 2 * a, GRB.MAXIMIZE); m.optimize()
+print(m.Status, round(m.ObjVal, 6), [round(v.X, 6) + 0.0 for v in m.getVars()])
+for bad in ("m.addGenConstrMax(r, [[x['a']], x['b']])", "m.addGenConstrMin(r, {'k': 1.5})",
+            "m.addGenConstrAnd(a, {1: b['p']})", "m.addGenConstrAbs(r, [x['a']])"):
+    try:
+        eval(bad)
+    except Exception as error:
+        print(type(error).__name__, getattr(error, 'errno', None))
+""",
+        "semicontinuous_above_highs_limit_is_refused": """
+m = gp.Model(); x = m.addVar(vtype=GRB.SEMICONT, lb=10, ub=2e5, name='x'); y = m.addVar(ub=50, name='y')
+m.addConstr(x + y >= 150000); m.setObjective(x + 2 * y)
+try:
+    m.optimize()
+except gp.GurobiError as error:
+    print('refused', getattr(error, 'needs_gurobi', False), 'upper bound 200000' in str(error))
+""",
+        "semicontinuous_within_highs_limit": """
+m = gp.Model(); x = m.addVar(vtype=GRB.SEMICONT, lb=10, ub=1e5, name='x'); y = m.addVar(ub=50, name='y')
+m.addConstr(x + y >= 60000); m.setObjective(x + 2 * y); m.optimize()
+print(m.Status, round(m.ObjVal, 6), round(x.X, 6), m.NumIntVars)
+""",
+        "num_scenarios_is_refused": """
+m = gp.Model(); x = m.addVars(3, ub=[1, 2, 3], name='x'); m.setObjective(x.sum(), GRB.MAXIMIZE)
+try:
+    m.NumScenarios = 2; m.update(); m.Params.ScenarioNumber = 1; x[0].ScenNUB = 0.5
+    m.optimize(); print(m.Status, m.ScenNObjVal)
+except gp.GurobiError as error:
+    print('refused', getattr(error, 'needs_gurobi', False), 'NumScenarios = 2' in str(error))
+""",
+        "num_scenarios_reads_zero": """
+m = gp.Model(); x = m.addVar(ub=3, name='x'); m.setObjective(x, GRB.MAXIMIZE)
+print(m.NumScenarios, m.getAttr('NumScenarios')); m.NumScenarios = 0; m.optimize(); print(m.Status, m.NumScenarios)
+""",
+        "portfolio_qp_with_small_covariances": """
+import numpy as np
+rng = np.random.default_rng(0); n = 20
+F = rng.normal(size=(n, 3)) * 5e-3; S = F @ F.T + np.diag(rng.uniform(1e-6, 1e-5, n)); mu = rng.uniform(0.001, 0.02, n)
+m = gp.Model('portfolio'); m.Params.TimeLimit = 30; w = m.addVars(n, ub=1, name='w')
+m.addConstr(w.sum() == 1, name='budget'); m.addConstr(gp.quicksum(mu[i] * w[i] for i in range(n)) >= float(np.median(mu)), name='ret')
+m.setObjective(gp.quicksum(S[i, j] * w[i] * w[j] for i in range(n) for j in range(n)), GRB.MINIMIZE); m.optimize()
+print(m.Status, round(m.ObjVal * 1e7, 2), round(sum(v.X for v in w.values()), 6))
+""",
+        "read_lp_and_mps_files_back": """
+m = gp.Model('demo'); x = m.addVars(3, ub=[4, 5, 6], name='x'); y = m.addVar(vtype='I', lb=-2, ub=7, name='y[k]')
+z = m.addVar(vtype='B', name='z'); s = m.addVar(vtype='S', lb=2, ub=9, name='s'); f = m.addVar(lb=-GRB.INFINITY, name='free')
+m.addConstrs((x[i] + y <= 6 + i for i in range(3)), name='cap'); m.addConstr(x[0] - y >= -3, name='low')
+m.addConstr(x[1] + s + f == 5, name='tie'); m.addRange(x[2] + y + z, 1, 8, name='rg'); m.addConstr(f <= 2)
+m.setObjective(3 * x[0] + 2 * y + 5 * z - s + 0.5 * f + x.sum() + 7, GRB.MAXIMIZE)
+q = gp.Model('qp'); a = q.addVar(lb=-1, ub=3, name='a[0]'); c = q.addVar(ub=2, name='c')
+q.addConstr(a + c >= 1, name='k'); q.setObjective(a * a + 2 * a * c + 3 * c * c - a + 1.5)
+m.write('demo.lp'); m.write('demo.mps'); q.write('qp.lp'); q.write('qp.mps')
+for path in ('demo.lp', 'demo.mps', 'qp.lp', 'qp.mps'):
+    r = gp.read(path)
+    print(path, repr(r.ModelName), r.NumVars, r.NumConstrs, r.ModelSense, r.ObjCon, r.IsQP, r.NumIntVars, r.NumBinVars)
+    print([(v.VarName, v.LB, v.UB, v.VType, v.Obj) for v in r.getVars()])
+    print([(k.ConstrName, k.Sense, k.RHS) for k in r.getConstrs()], r.getRow(r.getConstrs()[0]))
+    r.optimize(); print(r.Status, round(r.ObjVal, 6), [round(v.X, 6) + 0.0 for v in r.getVars()])
+model = gp.read('demo.mps'); model.optimize()
+""",
+        "read_refuses_what_highs_cannot_parse": """
+m = gp.Model('ind'); x = m.addVar(lb=-3, ub=4, name='x'); b = m.addVar(vtype='B', name='b')
+m.addConstr((b == 1) >> (x <= 1), name='ind'); m.setObjective(x + b, GRB.MAXIMIZE)
+open('ind.lp', 'w').write('Maximize\\n x + b\\nSubject To\\n ind: b = 1 -> x <= 1\\nBounds\\n -3 <= x <= 4\\nBinaries\\n b\\nEnd\\n')
+try:
+    m = gp.read('ind.lp'); m.optimize()
+except gp.GurobiError as error:
+    print('refused', getattr(error, 'needs_gurobi', False), 'indicator constraints' in str(error))
+""",
+    }
+)

@@ -85,6 +85,57 @@ def test_sos_and_general_constraints_need_gurobi() -> None:
     _assert_needs_gurobi(other, "general constraint")
 
 
+def test_semicontinuous_bound_above_highs_limit_needs_gurobi() -> None:
+    """HiGHS caps semi-continuous upper bounds at 1e5; above it, it solved this feasible model
+    (x = 150000 is the optimum) as INFEASIBLE — or status NUMERIC on other models."""
+    model = _quiet_model()
+    x = model.addVar(vtype=GRB.SEMICONT, lb=10, ub=2e5, name="x")
+    y = model.addVar(ub=50, name="y")
+    model.addConstr(x + y >= 150000)
+    model.setObjective(x + 2 * y)
+    _assert_needs_gurobi(model, "semi-continuous variable x with upper bound 200000")
+    x.UB = 1e5  # at the limit: solved (x must then be 0 or in [10, 1e5])
+    model.getConstrs()[0].RHS = 60000
+    model.optimize()
+    assert (model.Status, model.ObjVal, x.X) == (GRB.OPTIMAL, 60000.0, 60000.0)
+
+
+def test_multiple_scenarios_need_gurobi() -> None:
+    model = _quiet_model()
+    x = model.addVar(ub=3, name="x")
+    model.update()
+    assert model.NumScenarios == 0
+    model.NumScenarios = 0  # no scenarios: accepted
+    for action, reason in (
+        (lambda: setattr(model, "NumScenarios", 2), "NumScenarios = 2"),
+        (lambda: setattr(x, "ScenNUB", 1.0), "attribute Var.ScenNUB"),
+        (lambda: model.ScenNObjVal, "attribute Model.ScenNObjVal"),
+        (lambda: model.setAttr("ScenNName", "base"), "attribute Model.ScenNName"),
+    ):
+        with pytest.raises(gp.NeedsGurobiError, match="multi-scenario model") as caught:
+            action()
+        assert reason in str(caught.value)
+
+
+def test_general_constraint_helpers_take_a_tupledicts_values() -> None:
+    """gurobipy reads a tupledict's values (with a DeprecationWarning) where the layer once read
+    its keys and crashed on ``'str' object has no attribute '_index'``."""
+    model = _quiet_model()
+    x = model.addVars(["a", "b"], lb=-5, ub=[1, 2], name="x")
+    low, high = model.addVar(lb=-9, ub=9, name="low"), model.addVar(lb=-9, ub=9, name="high")
+    with pytest.warns(DeprecationWarning, match="Passing a tupledict to addGenConstrMin is deprecated"):
+        model.addGenConstrMin(low, x)
+    with pytest.warns(DeprecationWarning, match="addGenConstrMax"):
+        model.addGenConstrMax(high, x, constant=1.5)
+    model.addConstr(x["a"] + x["b"] == 0)
+    model.setObjective(low + high, GRB.MAXIMIZE)
+    model.optimize()
+    # b = -a: low = -|a|, high = max(|a|, 1.5), so low + high = 1.5 - |a| up to |a| = 1.5: a = 0
+    assert model.Status == GRB.OPTIMAL and model.ObjVal == pytest.approx(1.5)
+    with pytest.raises(gp.GurobiError, match="Invalid data in vars array"):
+        model.addGenConstrOr(model.addVar(vtype="B"), {"not": "a variable"})  # a dict's keys
+
+
 def test_a_caught_needs_gurobi_error_is_still_recorded() -> None:
     model = _quiet_model()
     x = model.addVar(name="x")
@@ -108,7 +159,7 @@ def test_a_caught_needs_gurobi_error_is_still_recorded() -> None:
         (lambda m, x: __import__("numpy").array([1.0, 2.0]) * x, "matrix API"),
         (lambda m, x: m.fixed(), "Model.fixed"),
         (lambda m, x: m.addGenConstrExp(x, x), "Model.addGenConstrExp"),
-        (lambda m, x: gp.read("model.lp"), "gurobipy.read"),
+        (lambda m, x: gp.read("model.rew"), "gurobipy.read of '.rew' files"),
         (lambda m, x: m.feasRelaxS(0, False, False, True), "Model.feasRelaxS"),
         (lambda m, x: x.VBasis, "Var.VBasis"),
         (lambda m, x: m.write("model.ilp"), ".ilp"),

@@ -1,7 +1,8 @@
 """Hand-written programs (``diff_cases.py``), one per behaviour the layer claims, under real
 gurobipy and under gurobipy_highs: the same ending, status, objective and printed output — or,
 for the few programs listed in ``REFUSED``, an explicit ``NeedsGurobiError`` where real gurobipy
-solves (models the layer documents as refused: big-M over an infinite bound, PWL)."""
+solves (models the layer documents as refused: big-M over an infinite bound, PWL, semi-continuous
+bounds above HiGHS's limit, multiple scenarios, files HiGHS cannot parse)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ REFUSED = {
     "indicator_needs_finite_bounds",
     "max_over_unbounded_variable_is_refused",
     "norm_and_pwl_stay_refused",
+    "semicontinuous_above_highs_limit_is_refused",
+    "num_scenarios_is_refused",
+    "read_refuses_what_highs_cannot_parse",
 }
 
 

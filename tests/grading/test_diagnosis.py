@@ -19,16 +19,27 @@ from trex_eval.records import (
     Grade,
     ObjectiveReference,
     Problem,
+    SolveStatus,
     Verdict,
 )
 from trex_eval.sandbox import SandboxPool
 
 C = DiagnosisCategory
+_NO_OPTIMUM = (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD)
 
 GUROBI = ("import gurobipy as gp", "from gurobipy import GRB", "m = gp.Model()", "m.Params.OutputFlag = 0")
 PULP = ("import pulp",)
 MAX_X = ("m.setObjective(x, GRB.MAXIMIZE)", "m.optimize()")
 CBC = ("p.solve(pulp.PULP_CBC_CMD(msg=0))",)
+FREED = (
+    "x = m.addVar(lb=-GRB.INFINITY)",
+    "y = m.addVar(lb=-GRB.INFINITY)",
+    "m.addConstr(x + y <= {R})",
+    "m.addConstr(y <= 100)",
+    "m.setObjective(x - y, GRB.MAXIMIZE)",
+    "m.optimize()",
+)
+"""Two variables freed (``lb=0`` taken off): unbounded; with ``x, y >= 0`` the maximum is {R}."""
 
 
 def _code(*lines: str) -> str:
@@ -138,6 +149,14 @@ PROGRAMS: dict[str, tuple[str, DiagnosisCategory | None]] = {
             "print(p.objectiveValue)",
         ),
         C.API_MISUSE,
+    ),
+    # Issue 45: reading the objective of a model without an optimum raises; the captured solve's
+    # status names it, not the exception (gurobipy's presolve says inf_or_unbd, told apart).
+    "unbounded_then_raised": (_code(*GUROBI, *FREED, "print(m.ObjVal)"), C.UNBOUNDED_MODEL),
+    "infeasible_then_raised": (
+        _code(*GUROBI, "x = m.addVar()", "m.addConstr(x <= {R} - 10)", "m.addConstr(x >= {R} + 10)", *MAX_X)
+        + "print(m.ObjVal)\n",
+        C.INFEASIBLE_MODEL,
     ),
     "missing_library": (_code("import not_a_solver_library_here"), C.MISSING_LIBRARY),
     "syntax": (_code("x = (1 +"), C.SYNTAX),
@@ -274,7 +293,68 @@ def test_the_budget_bounds_the_search(pool: SandboxPool, plan: EvaluationPlan) -
 
 
 def test_old_grades_load_without_a_diagnosis() -> None:
-    stored = '{"verdict": "wrong", "rule": "strict@2", "reason": "off", "evidence": null}'
+    stored = '{"verdict": "wrong", "rule": "strict@3", "reason": "off", "evidence": null}'
     grade = Grade.model_validate_json(stored)
     assert grade.diagnosis is None
     assert Grade.model_validate_json(grade.model_dump_json()) == grade
+
+
+def test_a_raise_after_an_unbounded_solve_names_the_edit(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    """Issue 45: the exception of ``ObjVal`` read after an unbounded solve is not the mistake:
+    the category is the captured solve's status, the detail names the edit that reaches the
+    reference (non-negativity on the freed variables) and the exception; the verdict stays."""
+    code = PROGRAMS["unbounded_then_raised"][0].format(R=3000)
+    execution, grade = _graded(pool, plan, _problem(plan, "0"), code)
+    assert execution.last_solve is not None and execution.last_solve.status is SolveStatus.INF_OR_UNBD
+    assert grade.verdict is Verdict.RUNTIME_ERROR and grade.diagnosis is not None
+    assert grade.diagnosis.category is C.UNBOUNDED_MODEL
+    detail = grade.diagnosis.detail
+    assert "ObjVal" in detail and "ended unbounded" in detail
+    assert "2 free variable(s) made non-negative (bounds_missing)" in detail
+    assert grade.diagnosis.evidence["edited_value"] == pytest.approx(3000.0)
+
+
+def test_a_raise_after_an_optimal_solve_is_the_exception(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    """Only a solve without an optimum names a raise: a wrong attribute read after an optimum
+    stays ``api_misuse``, a completion cut off by the token limit stays ``truncated``."""
+    misuse = PROGRAMS["api_misuse_gurobipy"][0]
+    execution, grade = _graded(pool, plan, _problem(plan, "0"), misuse)
+    assert execution.last_solve is not None and execution.last_solve.status is SolveStatus.OPTIMAL
+    assert grade.diagnosis is not None and grade.diagnosis.category is C.API_MISUSE
+    code = PROGRAMS["unbounded_then_raised"][0].format(R=3000)
+    _, cut = _graded(pool, plan, _problem(plan, "0"), code, finish_reason="length")
+    assert cut.verdict is Verdict.RUNTIME_ERROR
+    assert cut.diagnosis is not None and cut.diagnosis.category is C.TRUNCATED
+
+
+def test_a_raise_against_a_reference_without_an_optimum_is_the_exception(
+    pool: SandboxPool, data_dir: Path
+) -> None:
+    """IndustryOR row 15 has no optimum (``inf_or_unbd``): an infeasible model may be the
+    answer, so a program that raised after one is named by its exception."""
+    plan = plan_for(load_benchmark("industryor", data_dir=data_dir))
+    problem = _problem(plan, "15")
+    assert isinstance(problem.reference, ObjectiveReference)
+    assert problem.reference.status is SolveStatus.INF_OR_UNBD
+    code = PROGRAMS["infeasible_then_raised"][0].format(R=3000)
+    execution, grade = _graded(pool, plan, problem, code)
+    assert execution.last_solve is not None and execution.last_solve.status in _NO_OPTIMUM
+    assert grade.diagnosis is not None and grade.diagnosis.category is C.API_MISUSE
+
+
+def test_a_status_not_told_apart_names_nothing(pool: SandboxPool, plan: EvaluationPlan) -> None:
+    """Without time to tell ``inf_or_unbd`` apart, the raise is ``unexplained``, saying what was
+    raised and why the search stopped; the verdict is the rule's."""
+    from trex_eval.grading.diagnosis import DiagnosisBudget
+
+    problem = _problem(plan, "0")
+    code = PROGRAMS["unbounded_then_raised"][0].format(R=3000)
+    completion = Completion(
+        problem_id="0", sample_index=0, text=f"```python\n{code}```\n", finish_reason="stop"
+    )
+    execution = pool.run(plan.job(problem, plan.extract(completion)), limits=plan.limits)
+    execution, grade = plan.judge(problem, execution, reference_model=lambda _: pytest.fail("objective only"))
+    diagnosed = plan.diagnosed(problem, completion, execution, grade, budget=DiagnosisBudget(time_s=0.0))
+    assert diagnosed.verdict is grade.verdict is Verdict.RUNTIME_ERROR
+    assert diagnosed.diagnosis is not None and diagnosed.diagnosis.category is C.UNEXPLAINED
+    assert "ended inf_or_unbd" in diagnosed.diagnosis.detail and "budget" in diagnosed.diagnosis.detail

@@ -180,7 +180,7 @@ def _failed(error_type: str, message: str, frame: str) -> Diagnosis | None:
         detail=f"{error_type}: {message}",
         stderr_tail=stderr,
     )
-    grade = Grade(verdict=Verdict.RUNTIME_ERROR, rule="strict@2", reason="x")
+    grade = Grade(verdict=Verdict.RUNTIME_ERROR, rule="strict@3", reason="x")
     return failure_diagnosis(Completion(problem_id="0", sample_index=0, text=""), execution, grade)
 
 

@@ -280,4 +280,4 @@ def test_g15_reference_wrapper_table(g15_runs: dict[str, tuple[Grade, Grade]], c
 def test_g15_default_rule_and_extractor(g15_runs: dict[str, tuple[Grade, Grade]], case: str) -> None:
     _, default = g15_runs[case]
     assert default.verdict is G15_DEFAULT[case], default.reason
-    assert default.rule == "strict@2"
+    assert default.rule == "strict@3"

@@ -79,7 +79,7 @@ class TestTheAttack:
         # strict's own bound is 1e-6 + 1e-4·5050 ≈ 0.505 and the harness's value misses it.
         grade = grade_objective(claim(FORGED, verified=OPTIMUM), optimum(FORGED))
         assert grade.verdict is Verdict.WRONG
-        assert grade.rule == "strict@2"
+        assert grade.rule == "strict@3"
         assert (
             "the program's claim 5050.0 was close to the harness's value 5050.9 (within verification's "
             "agreement tolerance), but 5050.9 is what is graded"
@@ -119,7 +119,7 @@ class TestTheAttack:
         self, spec: str, reference: float, claimed: float, verified: float
     ) -> None:
         rule = get_rule(spec)
-        assert isinstance(rule, ToleranceRule) and rule.version == "2"
+        assert isinstance(rule, ToleranceRule) and rule.version == "3"
         reference_value = optimum(reference)
         # The claim alone would pass, and its re-solve alone would not: the rule is between them.
         assert rule.tolerance.compare(claimed, reference).passed

@@ -69,7 +69,7 @@ class TestStrictTolerance:
     def test_exact_answer(self) -> None:
         grade = grade_objective(run(solve(8.0)), optimum(8.0))
         assert grade.verdict is Verdict.CORRECT
-        assert grade.rule == "strict@2"
+        assert grade.rule == "strict@3"
         evidence = evidence_of(grade)
         assert (evidence.predicted, evidence.reference) == (8.0, 8.0)
         assert (evidence.rtol, evidence.atol, evidence.source, evidence.claimed) == (
@@ -109,7 +109,7 @@ class TestStrictTolerance:
         assert grade_objective(run(solve(1.0001)), optimum(1.0)).verdict is Verdict.CORRECT
         grade = grade_objective(run(solve(1.0001)), optimum(1.0), rule="strict:rtol=1e-6")
         assert grade.verdict is Verdict.WRONG
-        assert grade.rule == "strict@2:rtol=1e-06"
+        assert grade.rule == "strict@3:rtol=1e-06"
 
     def test_sign_confusion_is_wrong_and_named(self) -> None:
         grade = grade_objective(run(solve(-8.0)), optimum(8.0))
@@ -177,7 +177,7 @@ class TestVerification:
         execution = run(solve(8.0, verification="skipped: no matrix captured"))
         grade = grade_objective(execution, optimum(8.0), rule="rel:1e-4,unverified=true")
         assert grade.verdict is Verdict.CORRECT
-        assert grade.rule == "rel@2:rtol=0.0001,unverified=true"
+        assert grade.rule == "rel@3:rtol=0.0001,unverified=true"
         assert "counted although unverified: no matrix captured" in grade.reason
         assert "claims the harness could not verify count as correct" in get_rule(grade.rule).description
 
@@ -221,7 +221,7 @@ class TestExecutionOutcomes:
         # A printed number is the program's word alone: it can pass only a rule that trusts it.
         assert grade.verdict is Verdict.UNVERIFIED
         assert "the value was printed" in grade.reason
-        assert grade.rule == "strict@2:printed=true"
+        assert grade.rule == "strict@3:printed=true"
         trusting = grade_objective(execution, optimum(8.0), rule="abs:1e-6,printed=true,unverified=true")
         assert trusting.verdict is Verdict.CORRECT
         assert (evidence_of(grade).source, evidence_of(grade).predicted_status) == ("printed", None)
@@ -290,7 +290,7 @@ class TestParameterisedRules:
         # round(3.14159, 2) = 3.14; round(3.1449, 2) = 3.14; round(3.146, 2) = 3.15.
         grade = grade_objective(run(solve(predicted)), optimum(3.14159), rule="round:2")
         assert grade.verdict is verdict
-        assert grade.rule == "round@2:digits=2"
+        assert grade.rule == "round@3:digits=2"
 
     @staticmethod
     def orlm_published(predicted: float, reference: float) -> bool:

@@ -35,14 +35,14 @@ class TestSpecs:
     @pytest.mark.parametrize(
         ("spec", "canonical", "tolerance"),
         [
-            ("strict", "strict@2", Tolerance(rtol=1e-4, atol=1e-6)),
-            ("strict:rtol=1e-6,atol=1e-9", "strict@2:rtol=1e-06,atol=1e-09", Tolerance(rtol=1e-6, atol=1e-9)),
-            ("rel:1e-4", "rel@2:rtol=0.0001", Tolerance(rtol=1e-4, atol=0.0)),
-            ("abs:1e-6", "abs@2:atol=1e-06", Tolerance(rtol=0.0, atol=1e-6)),
-            ("round:2", "round@2:digits=2", Tolerance(rtol=0.0, atol=0.0, digits=2)),
-            ("round:0,rtol=0.05", "round@2:rtol=0.05,digits=0", Tolerance(rtol=0.05, atol=0.0, digits=0)),
-            ("orlm", "orlm@2", Tolerance(rtol=0.05, atol=0.0, digits=0)),
-            ("sirl", "sirl@2", Tolerance(rtol=1e-6, atol=1e-6)),
+            ("strict", "strict@3", Tolerance(rtol=1e-4, atol=1e-6)),
+            ("strict:rtol=1e-6,atol=1e-9", "strict@3:rtol=1e-06,atol=1e-09", Tolerance(rtol=1e-6, atol=1e-9)),
+            ("rel:1e-4", "rel@3:rtol=0.0001", Tolerance(rtol=1e-4, atol=0.0)),
+            ("abs:1e-6", "abs@3:atol=1e-06", Tolerance(rtol=0.0, atol=1e-6)),
+            ("round:2", "round@3:digits=2", Tolerance(rtol=0.0, atol=0.0, digits=2)),
+            ("round:0,rtol=0.05", "round@3:rtol=0.05,digits=0", Tolerance(rtol=0.05, atol=0.0, digits=0)),
+            ("orlm", "orlm@3", Tolerance(rtol=0.05, atol=0.0, digits=0)),
+            ("sirl", "sirl@3", Tolerance(rtol=1e-6, atol=1e-6)),
         ],
     )
     def test_tolerance_rules(self, spec: str, canonical: str, tolerance: Tolerance) -> None:
@@ -61,16 +61,17 @@ class TestSpecs:
         assert get_rule(" Strict : rtol = 1e-6 , atol=1e-9 ") == get_rule("strict:rtol=1e-6,atol=1e-9")
 
     def test_defaults_are_not_repeated_in_the_spec(self) -> None:
-        assert get_rule("strict:rtol=1e-4,atol=1e-6").spec == "strict@2"
-        assert get_rule("strict:printed=false").spec == "strict@2"
-        assert get_rule("strict:printed=yes").spec == "strict@2:printed=true"
+        assert get_rule("strict:rtol=1e-4,atol=1e-6").spec == "strict@3"
+        assert get_rule("strict:printed=false").spec == "strict@3"
+        assert get_rule("strict:printed=yes").spec == "strict@3:printed=true"
 
     def test_a_superseded_version_is_named_with_the_current_spec(self) -> None:
-        # strict@1 graded the program's claim; strict@2 grades the harness's re-solve (issue 28).
-        assert superseded("strict@1") == "strict@2"
-        assert superseded("rel@1:rtol=0.001") == "rel@2:rtol=0.001"
+        # strict@1 graded the program's claim (issue 28); strict@2 graded a minimise-only solver's
+        # optimum as solved, not with the sign the program printed (issue 45).
+        assert superseded("strict@1") == "strict@3" and superseded("strict@2") == "strict@3"
+        assert superseded("rel@1:rtol=0.001") == "rel@3:rtol=0.001"
         assert superseded("orlm-compat@1:unverified=true") == "orlm-compat@2:unverified=true"
-        assert superseded("strict@2") is None and superseded("strict") is None
+        assert superseded("strict@3") is None and superseded("strict") is None
         # The reproduced reference harness keeps its version; a bad spec is get_rule's to explain.
         assert superseded("trex-compat@1") is None and superseded("nonsense@1") is None
 
@@ -99,7 +100,7 @@ class TestSpecs:
         rule = get_rule(entry.name + primary)
         assert rule.kind is entry.kind
         assert rule.name == entry.name
-        assert rule.version and rule.spec.startswith(f"{entry.name}@{rule.version}")
+        assert rule.version == entry.version and rule.spec.startswith(f"{entry.name}@{rule.version}")
         assert get_rule(rule.spec) == rule
 
     def test_description_states_the_parameters(self) -> None:
@@ -112,7 +113,7 @@ class TestSpecs:
         ("spec", "message"),
         [
             ("exact", "unknown grading rule"),
-            ("strict@1", "version 2"),
+            ("strict@1", "version 3"),
             ("strict@", "malformed"),
             ("@1", "malformed"),
             ("", "malformed"),
@@ -194,12 +195,22 @@ class TestKinds:
         assert grade_objective(execution, reference).verdict is Verdict.CORRECT
         assert grade_objective(execution, reference, rule="trex-compat").verdict is Verdict.WRONG
 
-    def test_a_missing_implementation_is_a_clear_error(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        gone = RuleFamily("gone", GraderKind.STRUCTURE, "nothing", "trex_eval.grading.no_such_module:build")
-        monkeypatch.setattr(registry, "FAMILIES", (*FAMILIES, gone))
-        registry.get_rule.cache_clear()
-        with pytest.raises(ConfigError, match="not available"):
-            get_rule("gone")
+    def test_a_missing_implementation_is_a_clear_error(self) -> None:
+        gone = RuleFamily(
+            "gone",
+            "trex_eval.grading.no_such_module:build",
+            "nothing",
+            version="1",
+            kind=GraderKind.STRUCTURE,
+        )
+        registry.register_rule(gone)
+        try:
+            with pytest.raises(ConfigError, match="not available"):
+                get_rule("gone")
+            assert "gone" in {f.name for f in families(GraderKind.STRUCTURE)}
+        finally:
+            registry.RULES.unregister("gone")
+        assert "gone" not in {f.name for f in families()}
 
     @pytest.mark.parametrize("entry", families(GraderKind.STRUCTURE), ids=lambda f: f.name)
     def test_structure_rules_accept_an_identical_model(self, entry: RuleFamily) -> None:

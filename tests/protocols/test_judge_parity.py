@@ -229,7 +229,7 @@ def test_a_diagnosis_that_fails_keeps_the_grade_and_is_logged(
         _, by_run = _by_run(completions, tmp_path, data_dir)
 
     assert by_run == {
-        ("b4o-feasible", problem.id): (Verdict.WRONG, "strict@2", by_run["b4o-feasible", problem.id][2], None)
+        ("b4o-feasible", problem.id): (Verdict.WRONG, "strict@3", by_run["b4o-feasible", problem.id][2], None)
     }
     assert any("diagnosis" in r.getMessage() and problem.id in r.getMessage() for r in caplog.records)
 
@@ -254,5 +254,5 @@ def test_the_scorer_diagnoses_inline_problems_and_shares_reference_models_across
             and rollout.diagnosis.category is DiagnosisCategory.CONSTRAINT_MISSING
         )
         # An inline problem has a plan like any row: graded by strict, diagnosed like one.
-        assert (row.benchmark, row.verdict, row.rule) == ("inline", Verdict.WRONG, "strict@2")
+        assert (row.benchmark, row.verdict, row.rule) == ("inline", Verdict.WRONG, "strict@3")
         assert row.diagnosis is not None and row.diagnosis.category is DiagnosisCategory.OBJECTIVE_SCALED

@@ -28,7 +28,7 @@ PACKAGE = Path(trex_eval.__file__).resolve().parent
 def answer_only() -> Iterator[str]:
     register_protocol("answer-only", "answer_only_protocol:PROTOCOL")
     yield "answer-only"
-    PROTOCOLS.pop("answer-only")
+    PROTOCOLS.unregister("answer-only")
 
 
 def test_the_registry_holds_the_shipped_protocols() -> None:
@@ -47,7 +47,7 @@ def test_each_protocol_decides_extractor_rule_and_limits(data_dir: Path) -> None
     default = {b.name: plan_for(b) for b in (nl4opt, orgeval)}
     compat = {b.name: plan_for(b, protocol="trex-compat") for b in (nl4opt, orgeval)}
     assert {n: (p.extractor, p.rule.spec, p.limits.wall_s) for n, p in default.items()} == {
-        "nl4opt": ("default", "strict@2", 60.0),
+        "nl4opt": ("default", "strict@3", 60.0),
         "b4o-orgeval": ("default", "orgeval-exact@2", 60.0),
     }
     assert {n: (p.extractor, p.rule.spec, p.limits.wall_s) for n, p in compat.items()} == {
@@ -72,7 +72,7 @@ def test_a_third_protocol_is_one_folder_and_a_registry_line(
 ) -> None:
     bench = load_benchmark("b4o-feasible", data_dir=data_dir)
     plan = plan_for(bench, protocol=answer_only)
-    assert (plan.extractor, plan.rule.spec, plan.limits.wall_s) == ("raw", "orlm@2", 30.0)
+    assert (plan.extractor, plan.rule.spec, plan.limits.wall_s) == ("raw", "orlm@3", 30.0)
     assert plan_for(load_benchmark("b4o-orgeval", data_dir=data_dir), protocol=answer_only).rule.kind is (
         GraderKind.STRUCTURE
     )
@@ -99,13 +99,13 @@ def test_a_third_protocol_is_one_folder_and_a_registry_line(
     assert manifest.settings.protocol == answer_only
     (entry,) = manifest.settings.benchmarks
     assert (entry.rule, entry.extractor, entry.limits.wall_s if entry.limits else None) == (
-        "orlm@2",
+        "orlm@3",
         "raw",
         30.0,
     )
     records = list(RunStore(result.run_dir).iter_samples())
     assert [r.grade.verdict for r in records] == [Verdict.CORRECT] * 3
-    assert {r.grade.rule for r in records} == {"orlm@2"}
+    assert {r.grade.rule for r in records} == {"orlm@3"}
     (bench_summary,) = result.summary.benchmarks
     assert bench_summary.compat.dataset == "B4O-FEASIBLE" and bench_summary.compat.score_count == 3
 

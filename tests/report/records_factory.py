@@ -28,7 +28,7 @@ SHA = "a" * 64
 
 
 def entry(
-    name: str, *, problems: int, rule: str = "strict@2", sha256: str = SHA, version: int = 1
+    name: str, *, problems: int, rule: str = "strict@3", sha256: str = SHA, version: int = 1
 ) -> BenchmarkEntry:
     return BenchmarkEntry(
         name=name,
@@ -100,6 +100,6 @@ def sample(
         program=Program(code="print(1)", extractor="default", reason="last fence"),
         execution=Execution(status=ExecStatus.OK, stdout_tail="1\n"),
         grade=Grade(
-            verdict=verdict, rule="strict@2", reason=f"{verdict.value} by construction", evidence=evidence
+            verdict=verdict, rule="strict@3", reason=f"{verdict.value} by construction", evidence=evidence
         ),
     )

@@ -164,7 +164,7 @@ class TestPairingRules:
         (pair,) = comparison.benchmarks
         # 1: a only; 2: a only (b never stored it); 3: b only (a never stored it)
         assert (pair.won, pair.lost, pair.gained, pair.dropped) == (1, 2, ("3",), ("1", "2"))
-        assert (pair.baseline_rule, pair.candidate_rule) == ("strict@2", "trex-compat@1")
+        assert (pair.baseline_rule, pair.candidate_rule) == ("strict@3", "trex-compat@1")
         assert any("different rules" in warning for warning in comparison.warnings)
 
     def test_unseen_problems_are_concordant_failures(self) -> None:

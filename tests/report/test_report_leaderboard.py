@@ -238,8 +238,10 @@ class TestTerminal:
         row saying its rank and, with split macro columns, which group that rank counts in."""
         text = self._cli(80, broken_dir, reference_dir, compat_dir, tmp_path=tmp_path)
         lines = text.splitlines()
-        # Every line fits, but the path of the CSV written: paths are never split.
-        assert max(len(line) for line in lines if not line.startswith("leaderboard CSV: ")) <= 80
+        # Every line fits, but the path of the CSV written and the command that writes the details:
+        # paths and commands are never split.
+        whole = ("leaderboard CSV: ", "definitions and run details: ")
+        assert max(len(line) for line in lines if not line.startswith(whole)) <= 80
         mixed = leaderboard_from_dirs([broken_dir, reference_dir, compat_dir])
         assert len(mixed.macro_columns) > 1
         over = {macro.label: "+".join(macro.over) for macro in mixed.macro_columns}
@@ -261,7 +263,7 @@ class TestTerminal:
                     line.split()[:3] == [label, str(bench.problems), percent(bench.pass_at_1) + _marks(bench)]
                     for line in block
                 ), (label, block)
-        assert "definitions and run details: --md" in text
+        assert "definitions and run details: trex-eval leaderboard " in text
         assert (tmp_path / "b.csv").is_file()
 
     def test_filesystem_errors_read_as_sentences(self, reference_dir: Path, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from trex_eval.report import (
     summary_json,
 )
 from trex_eval.report.intervals import stratified_bootstrap_ci, wilson_ci
-from trex_eval.store import RunStore
+from trex_eval.store import REWARD_LOG_BACKEND, RunStore
 
 
 def _broken_count(benchmark: str) -> int:
@@ -244,6 +244,36 @@ class TestDenominators:
         assert bench.outcomes[Outcome.MISSING] == 5
         assert any("5 of 8 expected sample(s) are missing" in note for note in summary.notes)
         assert "‡" in render_summary_markdown(summary)
+
+    @pytest.mark.parametrize(
+        ("backend", "path", "says", "never"),
+        [
+            (
+                "openai",
+                Path("results/lossy"),
+                "continue the run to fill them: `trex-eval run --resume results/lossy`",
+                "",
+            ),
+            ("replay", None, "the graded completions hold none for them", "resume"),
+            # A serve epoch: the trainer fills its slots, nothing resumes it (issue 46).
+            (
+                REWARD_LOG_BACKEND,
+                Path("log/epoch-0001"),
+                "set --per-problem to the trainer's group size",
+                "--resume",
+            ),
+        ],
+    )
+    def test_the_missing_samples_note_says_what_fills_them_for_what_wrote_the_run(
+        self, backend: str, path: Path | None, says: str, never: str
+    ) -> None:
+        run = manifest("lossy", [entry("toy", problems=2)], samples=2)
+        model = run.settings.model.model_copy(update={"backend": backend})
+        run = run.model_copy(update={"settings": run.settings.model_copy(update={"model": model})})
+        summary = summarize(run, [sample("toy", "1", 0), sample("toy", "2", 0)], path=path)
+        (note,) = (note for note in summary.notes if "2 of 4 expected sample(s) are missing" in note)
+        assert says in note
+        assert not never or never not in note
 
     def test_problems_are_in_natural_id_order(self) -> None:
         run = manifest("order", [entry("toy", problems=3)])

@@ -8,14 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ray_loopback import loopback_cluster
 
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.reward import InlineProblem, ProblemKey, RewardRequest, RewardScorer, ScorerSettings
 from trex_eval.reward.ray_pool import RayPoolSettings, RayRewardPool
 
-ray = pytest.importorskip("ray")
-cluster_utils = pytest.importorskip("ray.cluster_utils")
+pytest.importorskip("ray")
 
 BENCH = "b4o-feasible"
 LP = (
@@ -27,18 +27,8 @@ LP = (
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    started = cluster_utils.Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "include_dashboard": False, "object_store_memory": 80 << 20},
-    )
-    started.add_node(num_cpus=1, object_store_memory=80 << 20)
-    started.wait_for_nodes()
-    try:
-        yield started.address
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        started.shutdown()
+    with loopback_cluster() as address:
+        yield address
 
 
 def _requests(data_dir: Path) -> list[RewardRequest]:

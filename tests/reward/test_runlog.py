@@ -93,7 +93,7 @@ def test_served_rollouts_become_runs_that_leaderboard_and_compare_read(
     sample = stored[(rows[0].id, 0)]
     assert [m.content for m in sample.prompt.messages] == ["Solve problem 0."]
     assert sample.program.code and sample.execution.status.value == "ok"
-    assert sample.grade.rule == "strict@2" and sample.grade.verdict is Verdict.CORRECT
+    assert sample.grade.rule == "strict@3" and sample.grade.verdict is Verdict.CORRECT
     assert [m.role for m in stored[(rows[1].id, 0)].prompt.messages] == ["system", "user"]
     assert stored[(rows[0].id, 1)].grade.verdict is Verdict.NO_CODE
     summary = json.loads((out / "epoch-0001" / "summary.json").read_text())
@@ -243,8 +243,8 @@ def test_rollouts_graded_under_another_rule_are_refused_one_by_one(
         mixed = _rollouts(other, ["a"]) + _rollouts(scorer, ["a"])
     with RewardRunLog(tmp_path, per_problem=4, policy="binary@1", protocol="default") as log:
         with pytest.raises(StoreError, match="orthought"):
-            log.check([], inline_rule="orthought@2")
+            log.check([], inline_rule="orthought@3")
         refused = log.append(mixed)
     assert len(refused) == 1 and "orthought" in refused[0]
     stored = [s for s in RunStore(tmp_path / "epoch-0001").iter_samples()]
-    assert {s.grade.rule for s in stored} == {"strict@2"} and len(stored) == 2
+    assert {s.grade.rule for s in stored} == {"strict@3"} and len(stored) == 2

@@ -81,7 +81,7 @@ def test_reference_programs_earn_full_reward_with_the_runs_rule(
 
     assert [r.problem_id for r in records] == [p.id for p in rows]
     assert all(r.reward == 1.0 and r.verdict is Verdict.CORRECT for r in records), [r.reason for r in records]
-    assert {r.rule for r in records} == {"strict@2"}
+    assert {r.rule for r in records} == {"strict@3"}
     assert {r.policy for r in records} == {"binary@1"}
     assert all(r.objective is not None for r in records)  # the harness's own re-solve
     assert all(r.timings.total_s >= r.timings.execute_s > 0 for r in records)

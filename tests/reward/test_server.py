@@ -121,7 +121,7 @@ def test_scores_benchmark_rows_and_inline_problems(server: Server, data_dir: Pat
         (1.0, "correct"),
         (0.0, "no_code"),
     ]
-    assert records[0]["rule"] == "strict@2" and records[0]["policy"] == "binary@1"
+    assert records[0]["rule"] == "strict@3" and records[0]["policy"] == "binary@1"
     logged = [json.loads(line) for line in server.log.read_text().splitlines()]
     assert [r["verdict"] for r in logged[-3:]] == ["correct", "correct", "no_code"]
 

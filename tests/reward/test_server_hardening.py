@@ -146,7 +146,7 @@ def test_health_is_small_and_names_no_path(http: httpx.Client, server: Server, d
     assert "/" not in answer.text and str(data_dir) not in answer.text and sys.prefix not in answer.text
     assert health["status"] == "ok" and health["pending"] == 0 and health["version"]
     assert health["isolation"] == "bwrap" and health["lanes"] == 1 and health["policy"] == "binary@1"
-    assert health["benchmarks"] == {"b4o-feasible": "strict@2"}
+    assert health["benchmarks"] == {"b4o-feasible": "strict@3"}
 
 
 def test_idle_connections_are_closed(server: Server) -> None:

@@ -192,8 +192,8 @@ def test_coptpy_completions_under_strict_and_orlm(tmp_path: Path, data_dir: Path
     assert _verdicts(strict_dir) == COPTPY_STRICT
     assert _verdicts(orlm_dir) == COPTPY_ORLM
     strict, orlm = _summary(strict_dir), _summary(orlm_dir)
-    assert (strict["rule"], strict["correct_samples"], strict["pass_at_1"]) == ("strict@2", 5, 0.5)
-    assert (orlm["rule"], orlm["correct_samples"], orlm["pass_at_1"]) == ("orlm@2", 7, 0.7)
+    assert (strict["rule"], strict["correct_samples"], strict["pass_at_1"]) == ("strict@3", 5, 0.5)
+    assert (orlm["rule"], orlm["correct_samples"], orlm["pass_at_1"]) == ("orlm@3", 7, 0.7)
 
     samples = _samples(strict_dir)
     for pid, value in COPTPY_PREDICTED.items():
@@ -308,11 +308,11 @@ def test_several_rules_reuse_the_stored_executions(tmp_path: Path, data_dir: Pat
         cwd=tmp_path,
         data_dir=data_dir,
     )
-    assert _verdicts(rules / "orlm@2") == COPTPY_ORLM and _verdicts(rules / "strict@2") == COPTPY_STRICT
+    assert _verdicts(rules / "orlm@3") == COPTPY_ORLM and _verdicts(rules / "strict@3") == COPTPY_STRICT
     assert "(18 stored executions reused, 0 programs run)" in done.stdout
     board = (rules / "leaderboard.md").read_text()
-    assert "or-word-problems[orlm@2]" in board and "or-word-problems[strict@2]" in board
-    for rule in ("orlm@2", "strict@2"):
+    assert "or-word-problems[orlm@3]" in board and "or-word-problems[strict@3]" in board
+    for rule in ("orlm@3", "strict@3"):
         assert json.loads((rules / rule / "manifest.json").read_text())["provenance"]["sandbox"][
             "not_started"
         ]

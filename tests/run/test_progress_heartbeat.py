@@ -80,8 +80,11 @@ def test_lines_keep_coming_while_a_request_is_outstanding_and_while_retries_back
     # At least one line per interval, with a generous margin for a loaded machine.
     assert len(during_backoff) >= 2, text
     assert len(during_reply) >= 3, text
-    assert all(line.startswith("NL4OPT: graded 0/1 · generated 0 ") for line in during_backoff + during_reply)
-    assert lines[-1][1].startswith("NL4OPT: graded 1/1 · generated 1 "), text
+    assert all(
+        line.startswith("NL4OPT: graded 0/1 · 0 generated this session ")
+        for line in during_backoff + during_reply
+    )
+    assert lines[-1][1].startswith("NL4OPT: graded 1/1 · 1 generated this session "), text
 
 
 def test_a_quiet_benchmark_gets_a_line_each_interval_naming_the_outstanding_waits() -> None:
@@ -109,15 +112,16 @@ def test_a_quiet_benchmark_gets_a_line_each_interval_naming_the_outstanding_wait
         now[0] = 200.0
         progress.tick()
     assert buffer.getvalue().splitlines() == [
-        "NL4OPT: graded 0/2 · generated 0 · correct 0 · pass@1 so far - · 0m31s · waiting on: the run to "
-        "start (sandbox workers, model backend)",
-        "MAMO: graded 0/1 · generated 0 · correct 0 · pass@1 so far - · 0m31s · waiting on: the run to "
-        "start (sandbox workers, model backend)",
-        "MAMO: graded 1/1 · generated 1 · correct 1 · pass@1 so far 100.0% · 0m31s",
-        "NL4OPT: graded 0/2 · generated 0 · correct 0 · pass@1 so far - · 1m15s · waiting on: a model "
-        "reply from http://127.0.0.1:1/v1 ×2 (oldest 44s); a retry back-off after HTTP 429 (ends in 6s)",
-        "NL4OPT: graded 0/2 · generated 0 · correct 0 · pass@1 so far - · 3m20s · waiting on: no model "
-        "request, back-off or sandbox run outstanding (the harness is grading)",
+        "NL4OPT: graded 0/2 · 0 generated this session · correct 0 · pass@1 so far - · 0m31s · waiting on: "
+        "the run to start (sandbox workers, model backend)",
+        "MAMO: graded 0/1 · 0 generated this session · correct 0 · pass@1 so far - · 0m31s · waiting on: "
+        "the run to start (sandbox workers, model backend)",
+        "MAMO: graded 1/1 · 1 generated this session · correct 1 · pass@1 so far 100.0% · 0m31s",
+        "NL4OPT: graded 0/2 · 0 generated this session · correct 0 · pass@1 so far - · 1m15s · waiting on: "
+        "a model reply from http://127.0.0.1:1/v1 ×2 (oldest 44s); "
+        "a retry back-off after HTTP 429 (ends in 6s)",
+        "NL4OPT: graded 0/2 · 0 generated this session · correct 0 · pass@1 so far - · 3m20s · waiting on: "
+        "no model request, back-off or sandbox run outstanding (the harness is grading)",
     ]
 
 

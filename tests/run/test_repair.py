@@ -441,7 +441,7 @@ def test_what_is_repaired_never_depends_on_the_label(data_dir: Path) -> None:
         solve = SolveRecord(library="pulp", status=status, raw_status=status.value, objective=objective)
         return Execution(status=ExecStatus.OK, solves=(solve,), stdout_tail="done\n")
 
-    wrong = Grade(verdict=Verdict.WRONG, rule="strict@2", reason="1.5 vs reference 3000.0")
+    wrong = Grade(verdict=Verdict.WRONG, rule="strict@3", reason="1.5 vs reference 3000.0")
     kind = GraderKind.OBJECTIVE
     # A wrong optimum is not fed back, unless the study asks for objective-differs feedback.
     assert repair_need(problem, program, solved(SolveStatus.OPTIMAL, 1.5), wrong, grader=kind) is None
@@ -463,19 +463,19 @@ def test_what_is_repaired_never_depends_on_the_label(data_dir: Path) -> None:
     assert early is not None and early.failure == "not_optimal"
     # Timeouts, no code; environment failures and correct samples are not.
     timeout = Execution(status=ExecStatus.TIMEOUT, detail="wall-clock limit 60 s", stderr_tail="x" * 5000)
-    failed = Grade(verdict=Verdict.TIMEOUT, rule="strict@2", reason="program failed")
+    failed = Grade(verdict=Verdict.TIMEOUT, rule="strict@3", reason="program failed")
     facts = repair_need(problem, program, timeout, failed, grader=kind)
     assert facts is not None and facts.failure == "timeout" and len(facts.stderr) <= 400
     none = Program(code=None, extractor="default", reason="no ```python fence")
-    no_code = Grade(verdict=Verdict.NO_CODE, rule="strict@2", reason="no code")
+    no_code = Grade(verdict=Verdict.NO_CODE, rule="strict@3", reason="no code")
     found = repair_need(problem, none, Execution(status=ExecStatus.NO_CODE), no_code, grader=kind)
     assert found is not None and found.failure == "no_code" and found.message == "no ```python fence"
-    licence = Grade(verdict=Verdict.LICENCE_ERROR, rule="strict@2", reason="licence")
+    licence = Grade(verdict=Verdict.LICENCE_ERROR, rule="strict@3", reason="licence")
     assert (
         repair_need(problem, program, Execution(status=ExecStatus.LICENCE_ERROR), licence, grader=kind)
         is None
     )
-    right = Grade(verdict=Verdict.CORRECT, rule="strict@2", reason="ok")
+    right = Grade(verdict=Verdict.CORRECT, rule="strict@3", reason="ok")
     assert repair_need(problem, program, solved(SolveStatus.OPTIMAL, 3000.0), right, grader=kind) is None
 
 

@@ -219,7 +219,7 @@ def test_resume_refuses_changed_settings(tmp_path: Path, data_dir: Path) -> None
             show_progress=False,
         ),
     )
-    with pytest.raises(StoreError, match=r"benchmark nl4opt: rule was 'strict@2', now 'rel@2:rtol=0\.001'"):
+    with pytest.raises(StoreError, match=r"benchmark nl4opt: rule was 'strict@3', now 'rel@3:rtol=0\.001'"):
         runner.run(*changed)
     again = runner.run(*request)
     assert again.graded_now == 0 and again.generated_now == 0
@@ -400,8 +400,8 @@ def test_plain_progress_lines_when_stderr_is_not_a_terminal() -> None:
         progress.graded("nl4opt", passed=True)
     lines = buffer.getvalue().splitlines()
     assert lines == [
-        "NL4OPT: graded 1/3 · generated 2 · correct 1 · pass@1 so far 100.0% · 0m31s",
-        "NL4OPT: graded 3/3 · generated 3 · correct 2 · pass@1 so far 66.7% · 0m31s",
+        "NL4OPT: graded 1/3 · 2 generated this session · correct 1 · pass@1 so far 100.0% · 0m31s",
+        "NL4OPT: graded 3/3 · 3 generated this session · correct 2 · pass@1 so far 66.7% · 0m31s",
     ]
 
 
@@ -431,7 +431,7 @@ def test_resume_keeps_each_benchmarks_rule_and_the_sandbox_limits(tmp_path: Path
     )
     first = runner.run(*request)
     rules = {b.name: b.rule for b in RunStore(first.run_dir).read_manifest().settings.benchmarks}
-    assert rules == {"nl4opt": "strict@2", "mine": "strict@2:rtol=0.001"}
+    assert rules == {"nl4opt": "strict@3", "mine": "strict@3:rtol=0.001"}
     resumed = runner.resume_spec(first.run_dir)
     assert resumed.limits == limits
     again = runner.run(

@@ -296,7 +296,7 @@ def test_a_read_out_patched_within_verifications_tolerance_is_graded_on_the_harn
         _with_reference(problem, 5050.0), execution, reference_model=_no_reference_models
     )
     assert judged.solves[-1].verification == "match"
-    assert graded.verdict is Verdict.WRONG and graded.rule == "strict@2"
+    assert graded.verdict is Verdict.WRONG and graded.rule == "strict@3"
 
 
 def test_a_claim_that_misses_is_re_solved_when_its_re_solve_could_pass(

@@ -17,6 +17,7 @@ import pytest
 from trex_eval.records import ExecStatus, Verdict
 from trex_eval.sandbox import SandboxLimits, libraries
 from trex_eval.sandbox.outcome import build_execution
+from trex_eval.sandbox.runtime.contract import JobReply
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "or-word-problems"
@@ -36,13 +37,14 @@ def without_coptpy(monkeypatch: pytest.MonkeyPatch) -> None:
     libraries.missing.cache_clear()
 
 
-def _reply(error_type: str, message: str) -> dict[str, object]:
+def _reply(error_type: str, message: str) -> JobReply:
     error = {"error_type": error_type, "message": message, "errno": None, "memory": False, "output": False}
     lines = [
         {"nonce": "n", "kind": "start", "pid": 1},
         {"nonce": "n", "kind": "end", "pid": 1, "phase": "run", "exit_code": 1, "error": error},
     ]
-    return {"channel": "\n".join(json.dumps(line) for line in lines), "exit_code": 1, "started": True}
+    channel = "\n".join(json.dumps(line) for line in lines).encode()
+    return JobReply(id="t", channel=channel, exit_code=1, started=True)
 
 
 def test_every_hooked_library_is_known_with_its_distribution() -> None:

@@ -13,6 +13,7 @@ from trex_eval.records import ExecStatus, SolveStatus
 from trex_eval.sandbox.channel import parse_channel
 from trex_eval.sandbox.limits import SandboxLimits
 from trex_eval.sandbox.outcome import build_execution, gurobipy_licence_failure
+from trex_eval.sandbox.runtime.contract import CollectedFile, JobReply
 
 NONCE = "n0nce"
 LIMITS = SandboxLimits(wall_s=10, cpu_s=4, output_bytes=1000, tail_chars=20)
@@ -73,10 +74,26 @@ def error(error_type: str, message: str = "boom", **flags: Any) -> dict[str, Any
     }
 
 
+def job_reply(**fields: Any) -> JobReply:
+    """A worker's reply as the harness decodes it: text given for its byte fields is encoded (a
+    lone surrogate as the byte it escapes), files given as dicts become collected files."""
+    for name in ("stdout", "stderr", "channel"):
+        if isinstance(fields.get(name), str):
+            fields[name] = fields[name].encode("utf-8", "surrogateescape")
+    files = []
+    for item in fields.pop("files", ()):
+        data = item["content"].encode("utf-8", "surrogateescape")
+        files.append(
+            CollectedFile(item["name"], item.get("size", len(data)), item.get("truncated", False), data)
+        )
+    return JobReply(id="t", files=tuple(files), **fields)
+
+
 def execute(*lines: str, expect: str = "solve", **reply: Any) -> Any:
     base: dict[str, Any] = {
         "exit_code": 0,
         "signal": None,
+        "started": True,
         "killed_for": None,
         "wall_s": 0.1,
         "cpu_s": 0.05,
@@ -87,7 +104,7 @@ def execute(*lines: str, expect: str = "solve", **reply: Any) -> Any:
         "channel": "\n".join([record("start"), *lines]),
     }
     base.update(reply)
-    return build_execution(base, nonce=NONCE, limits=LIMITS, expect=expect, isolation="bwrap")
+    return build_execution(job_reply(**base), nonce=NONCE, limits=LIMITS, expect=expect, isolation="bwrap")
 
 
 def test_clean_solve_is_ok_with_all_fields() -> None:
@@ -315,11 +332,13 @@ def test_bindings_are_validated() -> None:
 def test_setup_failure_is_a_harness_error() -> None:
     with pytest.raises(ValueError, match="could not confine"):
         build_execution(
-            {
-                "channel": record("setup_failed", error="PermissionError: chown"),
-                "exit_code": 120,
-                "started": False,
-            },
+            job_reply(
+                **{
+                    "channel": record("setup_failed", error="PermissionError: chown"),
+                    "exit_code": 120,
+                    "started": False,
+                }
+            ),
             nonce=NONCE,
             limits=LIMITS,
             expect="solve",
@@ -332,7 +351,7 @@ def test_a_job_that_exits_before_it_is_confined_is_a_harness_error() -> None:
     its exit status and the worker's word that the program never started say it."""
     with pytest.raises(ValueError, match="could not confine"):
         build_execution(
-            {"channel": "", "exit_code": 120, "started": False},
+            job_reply(channel="", exit_code=120, started=False),
             nonce=NONCE,
             limits=LIMITS,
             expect="solve",
@@ -340,7 +359,7 @@ def test_a_job_that_exits_before_it_is_confined_is_a_harness_error() -> None:
         )
     # Killed by the worker before it started (its limits): the job's outcome, not the harness's.
     killed = build_execution(
-        {"channel": "", "exit_code": None, "signal": 9, "started": False, "killed_for": "wall"},
+        job_reply(channel="", exit_code=None, signal=9, started=False, killed_for="wall"),
         nonce=NONCE,
         limits=LIMITS,
         expect="solve",
@@ -352,7 +371,7 @@ def test_a_job_that_exits_before_it_is_confined_is_a_harness_error() -> None:
 def test_a_setup_failure_the_program_wrote_is_its_own() -> None:
     """The worker saw the job start the program: a ``setup_failed`` record is then a forgery."""
     execution = build_execution(
-        {"channel": record("setup_failed", error="forged"), "exit_code": 0, "started": True},
+        job_reply(channel=record("setup_failed", error="forged"), exit_code=0, started=True),
         nonce=NONCE,
         limits=LIMITS,
         expect="solve",
@@ -428,7 +447,9 @@ def test_a_model_file_of_control_bytes_is_held_to_its_budget_in_encoded_bytes() 
         "channel": "\n".join([record("start"), end()]),
         "files": [{"name": "model.lp", "content": content, "size": 8 << 20, "truncated": False}],
     }
-    execution = build_execution(reply, nonce=NONCE, limits=limits, expect="model_file", isolation="bwrap")
+    execution = build_execution(
+        job_reply(**reply), nonce=NONCE, limits=limits, expect="model_file", isolation="bwrap"
+    )
 
     (written,) = execution.written_files
     assert written.content.startswith("Minimize\n obj: x\nEnd\n\ufffd")

@@ -1,4 +1,4 @@
-"""The model-backend seam: one Protocol, one registry of lazily imported factories.
+"""The model-backend seam: one Protocol, one registry (:data:`BACKENDS`) of lazily imported kinds.
 
 A backend turns a :class:`GenerationRequest` into a :class:`~trex_eval.records.Completion`.
 Transport failures that survive the backend's retry budget are returned as a ``Completion``
@@ -9,13 +9,13 @@ endpoint unreachable at start-up, bad configuration).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from trex_eval.errors import ConfigError
 from trex_eval.records import BackendSpec as BackendSpec  # defined there for the run store; re-exported
 from trex_eval.records import Completion, Problem, Prompt, Record, SamplingParams
+from trex_eval.targets import Entry, Registry, instance_of
 
 
 class GenerationRequest(Record):
@@ -59,64 +59,80 @@ class Backend(Protocol):
     def describe(self) -> Mapping[str, object]: ...
 
 
-BackendFactory = Callable[[BackendSpec], Backend]
+@runtime_checkable
+class ReportsEndpoints(Protocol):
+    """A backend's optional capability, checked with ``isinstance``: it spreads requests over
+    endpoints and counts, per endpoint, the completions, failed attempts and latency of this
+    session (``endpoint_stats()``, JSON-safe, what the run's summary shows)."""
 
-# name -> "module:attribute" of a factory; imported only when the backend is used, so that
-# optional heavy dependencies (xllamacpp, vllm) load lazily.
-_REGISTRY: dict[str, str] = {
-    "openai": "trex_eval.backends.openai_compat:create",
-    "vllm": "trex_eval.backends.vllm:create",
-    "local": "trex_eval.backends.local:create",
-    "replay": "trex_eval.backends.replay:create",
-    "reference": "trex_eval.backends.reference:create",
-    "sglang": "trex_eval.backends.sglang:create",
-}
+    def endpoint_stats(self) -> list[dict[str, object]]: ...
+
+
+BackendFactory = Callable[[BackendSpec], Backend]
+"""Builds a backend for a spec, starting nothing; ConfigError for options it rejects."""
+
+DryRun = Callable[[BackendSpec], Mapping[str, object]]
+"""What a backend would start or connect to for a spec (``run --dry-run``), starting nothing."""
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    """What a backend module declares for its registry line (``BACKEND = BackendKind(create=...)``):
+    its factory and, when it has one, its :data:`DryRun` (else the dry run shows the spec)."""
+
+    create: BackendFactory
+    dry_run: DryRun | None = None
+
+
+# Each line names a module's BACKEND, imported only when the backend is used, so that optional
+# heavy dependencies (xllamacpp, vllm) load lazily.
+BACKENDS: Registry[BackendKind] = Registry(
+    "backend",
+    (
+        Entry("openai", "trex_eval.backends.openai_compat:BACKEND"),
+        Entry("vllm", "trex_eval.backends.vllm:BACKEND"),
+        Entry("local", "trex_eval.backends.local:BACKEND"),
+        Entry("replay", "trex_eval.backends.replay:BACKEND"),
+        Entry("reference", "trex_eval.backends.reference:BACKEND"),
+        Entry("sglang", "trex_eval.backends.sglang:BACKEND"),
+    ),
+    accept=instance_of(BackendKind),
+    expects="a BackendKind (BACKEND = BackendKind(create=..., dry_run=...))",
+)
 
 
 def register_backend(name: str, target: str) -> None:
-    """Register a backend factory given as ``"module:attribute"`` (imported on first use)."""
-    _REGISTRY[name] = target
+    """Register a backend given as the ``"module:attribute"`` of its :class:`BackendKind`
+    (imported on first use)."""
+    BACKENDS.register(name, target)
 
 
 def backend_names() -> list[str]:
-    return sorted(_REGISTRY)
+    """The registered backend names, sorted. Imports no backend."""
+    return sorted(BACKENDS.names())
 
 
 def create_backend(spec: BackendSpec) -> Backend:
     """Instantiate the backend named by ``spec.backend``.
 
     Raises:
-        ConfigError: unknown backend name, or its optional dependency is missing (the message
-            names the pip extra to install).
+        ConfigError: unknown backend name (with the close matches), or its optional dependency is
+            missing (the message names the pip extra to install).
     """
-    target = _REGISTRY.get(spec.backend)
-    if target is None:
-        raise ConfigError(
-            f"unknown backend '{spec.backend}' in model preset '{spec.name}'",
-            hint=f"choose one of: {', '.join(backend_names())}",
-        )
-    module_name, _, attr = target.partition(":")
-    module = importlib.import_module(module_name)
-    factory: BackendFactory = getattr(module, attr)
-    return factory(spec)
+    return BACKENDS.get(spec.backend, where=f"model preset '{spec.name}'").create(spec)
 
 
 def dry_run(spec: BackendSpec) -> Mapping[str, object]:
     """What the backend of ``spec`` would start or connect to, starting nothing (``run --dry-run``).
 
-    A backend module may define ``dry_run(spec) -> Mapping`` (the ``vllm`` backend prints its
-    server command line, parallelism and download source); for the others the spec is shown.
+    A backend declares its :data:`DryRun` in its :class:`BackendKind` (the ``vllm`` backend
+    prints its server command line, parallelism and download source); for the others the spec is
+    shown.
 
     Raises:
         ConfigError: unknown backend, or options the backend rejects.
     """
-    target = _REGISTRY.get(spec.backend)
-    if target is None:
-        raise ConfigError(
-            f"unknown backend '{spec.backend}'", hint=f"choose one of: {', '.join(backend_names())}"
-        )
-    module = importlib.import_module(target.partition(":")[0])
-    planner: Callable[[BackendSpec], Mapping[str, object]] | None = getattr(module, "dry_run", None)
-    if planner is not None:
-        return planner(spec)
+    kind = BACKENDS.get(spec.backend, where=f"model preset '{spec.name}'")
+    if kind.dry_run is not None:
+        return kind.dry_run(spec)
     return {"backend": spec.backend, "model": spec.model, "options": dict(spec.options)}

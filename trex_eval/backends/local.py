@@ -31,7 +31,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from trex_eval import waits
-from trex_eval.backends.base import Backend, BackendSpec
+from trex_eval.backends.base import Backend, BackendKind, BackendSpec
 from trex_eval.backends.model_files import (
     LocalModel,
     distribution_versions,
@@ -194,3 +194,6 @@ def create(spec: BackendSpec) -> Backend:
         spec, LocalOptions, client_defaults={"concurrency": parallel, "timeout_s": _CLIENT_TIMEOUT_S}
     )
     return LocalBackend(spec, model=model, options=options, client_spec=client_spec)
+
+
+BACKEND = BackendKind(create=create)

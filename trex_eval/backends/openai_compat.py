@@ -47,12 +47,9 @@ Options (``BackendSpec.options``; defaults in :class:`~trex_eval.backends.openai
     At start, when the server lists its models (``GET /models``), require the configured model
     among them (default true); switch off for endpoints that accept unlisted aliases.
 
-Layout: this module holds :class:`OpenAICompatBackend` (lifecycle, request bodies, the 401 latch)
-and :func:`create`; the options and URL handling are in :mod:`~trex_eval.backends.openai_options`,
-the retry decisions in :mod:`~trex_eval.backends.openai_retry`, one HTTP attempt in
-:mod:`~trex_eval.backends.openai_http` and response parsing in
-:mod:`~trex_eval.backends.openai_responses`. The public names of those modules that callers used
-from here are re-exported.
+Layout: :class:`OpenAICompatBackend` (lifecycle, request bodies, the 401 latch) and :data:`BACKEND`
+here; options and URLs in ``openai_options``, retry decisions in ``openai_retry``, one HTTP attempt
+in ``openai_http``, response parsing in ``openai_responses`` (their public names are re-exported).
 """
 
 from __future__ import annotations
@@ -68,7 +65,7 @@ import httpx
 
 from trex_eval import waits
 from trex_eval._version import __version__
-from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
+from trex_eval.backends.base import Backend, BackendKind, BackendSpec, GenerationRequest
 from trex_eval.backends.endpoints import Endpoint, EndpointPool, is_loopback, split_base_urls
 from trex_eval.backends.openai_http import excerpt, redact, send, status_failure
 from trex_eval.backends.openai_options import (
@@ -498,3 +495,6 @@ def dry_run(spec: BackendSpec) -> Mapping[str, object]:
         facts["authentication"] = f"${variable} is NOT set"
         facts["problem"] = f"${variable} is not set: the run would stop at start-up (export it first)"
     return facts
+
+
+BACKEND = BackendKind(create=create, dry_run=dry_run)

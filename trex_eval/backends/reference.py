@@ -33,7 +33,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
+from trex_eval.backends.base import Backend, BackendKind, BackendSpec, GenerationRequest
 from trex_eval.backends.option_errors import invalid_options
 from trex_eval.records import Completion, ObjectiveReference, Problem, SolveStatus
 
@@ -296,3 +296,6 @@ def create(spec: BackendSpec) -> Backend:
         ConfigError: an unknown option or library name.
     """
     return ReferenceBackend(spec)
+
+
+BACKEND = BackendKind(create=create)

@@ -45,13 +45,13 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trex_eval.backends.base import Backend, BackendSpec, GenerationRequest
+from trex_eval.backends.base import Backend, BackendKind, BackendSpec, GenerationRequest
 from trex_eval.backends.option_errors import invalid_options
 from trex_eval.errors import BackendError, ConfigError
 from trex_eval.records import Completion
@@ -104,6 +104,25 @@ class ReplayIndex:
     """The problem id read from the torn line, where its id field survived the cut."""
     later_rounds: Mapping[tuple[ReplayKey, int], Completion] = field(default_factory=dict)
     """Completions of repair rounds 1, 2, ... by (key, round); ``completions`` holds round 0."""
+
+    def torn_line_cost(self, benchmark: str, *, samples: int, problems: Collection[str]) -> str:
+        """What skipping the cut-off last line costs a grade of ``benchmark`` (whose problem ids
+        are ``problems``) at ``samples`` per problem, in words: nothing when earlier lines hold
+        every sample of its problem, else the samples that count as missing."""
+        torn = self.torn_problem_id
+        if torn is None:
+            return "its problem id could not be read"
+        if torn not in problems:
+            return f"its id {torn!r} is no problem of {benchmark}"
+        held = {s for b, p, s in self.completions if p == torn and b in (None, benchmark) and s < samples}
+        if not held:
+            return f"its problem {torn!r} counts as missing"
+        if len(held) >= samples:
+            return f"nothing is missing: earlier lines hold the {samples} sample(s) of problem {torn!r}"
+        return (
+            f"problem {torn!r} is graded from its earlier lines; {samples - len(held)} of its {samples} "
+            "samples count as missing"
+        )
 
     def lookup(
         self, *, benchmark: str, problem_id: str, sample_index: int, round_index: int = 0
@@ -161,7 +180,12 @@ def load_index(path: Path, options: ReplayOptions, *, model: str | None = None) 
             record = _json_object(raw)
         except ValueError as exc:
             if not is_last:
-                raise ConfigError(f"malformed line: {exc}", where=f"{path}:{number}") from None
+                raise ConfigError(
+                    f"malformed line: {exc}",
+                    where=f"{path}:{number}",
+                    hint=f"make line {number} one JSON object (as the other lines are) or delete it, "
+                    "then run the command again",
+                ) from None
             # No line break after it: an interrupted append, or a file cut short.
             if not options.allow_torn:
                 raise ConfigError(
@@ -318,12 +342,17 @@ class _RecordReader:
         raise ConfigError(
             f"field '{field}' must be a string or a completion object, found {type(value).__name__}",
             where=where,
+            hint="name the field that holds the completion text (--text-field PATH, or text_field=PATH)",
         )
 
 
 def _count(value: object, *, field: str, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"field '{field}' must be a non-negative integer", where=where)
+        raise ConfigError(
+            f"field '{field}' must be a non-negative integer (found {value!r:.40})",
+            where=where,
+            hint=f"correct that line's '{field}', or name another field for it",
+        )
     return value
 
 
@@ -333,7 +362,9 @@ def _id_text(value: object, *, field: str, where: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     raise ConfigError(
-        f"field '{field}' must be a string or an integer, found {type(value).__name__}", where=where
+        f"field '{field}' must be a string or an integer, found {type(value).__name__}",
+        where=where,
+        hint=f"correct that line's '{field}', or name the field that holds the problem id (--id-field)",
     )
 
 
@@ -428,3 +459,6 @@ def create(spec: BackendSpec) -> Backend:
         ConfigError: ``path`` missing, or an unknown option.
     """
     return ReplayBackend(spec)
+
+
+BACKEND = BackendKind(create=create)

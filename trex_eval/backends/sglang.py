@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trex_eval import config
 from trex_eval.backends import gpus as gpu_probe
 from trex_eval.backends import hub as hubs
-from trex_eval.backends.base import Backend, BackendSpec
+from trex_eval.backends.base import Backend, BackendKind, BackendSpec
 from trex_eval.backends.served import ServedBackend, extra_server_args, split_options
 from trex_eval.backends.server_process import LOOPBACK, ServerLaunch, free_port
 from trex_eval.errors import ConfigError
@@ -191,3 +191,6 @@ def create(spec: BackendSpec) -> Backend:
     )
     launch_argv(python, spec.model, options, port=1, gpus=gpu_probe.VisibleGPUs(0, (), "not probed"))
     return SGLangBackend(spec, python=python, options=options, client_spec=client_spec)
+
+
+BACKEND = BackendKind(create=create, dry_run=dry_run)

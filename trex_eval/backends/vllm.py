@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trex_eval import config
 from trex_eval.backends import gpus as gpu_probe
 from trex_eval.backends import hub as hubs
-from trex_eval.backends.base import Backend, BackendSpec
+from trex_eval.backends.base import Backend, BackendKind, BackendSpec
 from trex_eval.backends.served import ServedBackend, extra_server_args, split_options
 from trex_eval.backends.server_process import LOOPBACK, ServerLaunch, ServerProcess, free_port
 from trex_eval.errors import ConfigError
@@ -428,3 +428,6 @@ def create(spec: BackendSpec) -> Backend:
             where=f"model preset '{spec.name}'",
         )
     return VLLMBackend(spec, executable=executable, options=options, client_spec=client_spec)
+
+
+BACKEND = BackendKind(create=create, dry_run=dry_run)

@@ -10,8 +10,10 @@ the end). What remains is removed (only in A) or added (only in B). A matched pa
 references differ is relabelled. Pure: it compares two loaded benchmarks.
 
 The similarity pairing is bounded. The exact ratio (quadratic in the questions' lengths, tens of
-milliseconds for IndustryOR's) is computed only for pairs whose upper bounds (difflib's
-``real_quick_ratio`` and ``quick_ratio``) reach the threshold and, among more than
+milliseconds for IndustryOR's even computed as :func:`.similarity.sequence_ratio` does) is
+computed only for pairs whose upper bounds (difflib's ``real_quick_ratio`` and ``quick_ratio``,
+then the longest common subsequence's :func:`.similarity.lcs_bound`) reach the threshold and,
+among more than
 :data:`CANDIDATES` unmatched problems of a side, only for each problem's :data:`CANDIDATES` most
 word-alike ones (token-set Jaccard, and at least half the best one's): at most
 ``CANDIDATES * (a + b)`` ratios per round instead of ``a * b``. A problem whose candidates were all
@@ -31,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from trex_eval.benchmarks.loading import Benchmark
+from trex_eval.benchmarks.similarity import lcs_bound, sequence_ratio
 from trex_eval.records import ObjectiveReference, Problem, StructureReference
 
 SIMILARITY = 0.5
@@ -215,7 +218,7 @@ class _Scorer:
             if self.texts_a[i] == self.texts_b[j]:
                 self._ratios[i, j] = 1.0
             else:
-                self._ratios[i, j] = self._matcher(i, j).ratio()
+                self._ratios[i, j] = sequence_ratio(self.texts_a[i], self.texts_b[j])
                 self.done += 1
                 if self.progress is not None:
                     self.progress(self.done, max(self.planned, self.done))
@@ -232,10 +235,14 @@ class _Scorer:
         return self.below_by_bounds(i, j, similarity)
 
     def below_by_bounds(self, i: int, j: int, similarity: float) -> bool:
-        """Whether the quick ratios, which bound the ratio from above, are under ``similarity``:
-        such a pair needs no exact (quadratic) ratio."""
+        """Whether the quick ratios or the longest common subsequence, which bound the ratio
+        from above, are under ``similarity``: such a pair needs no exact (quadratic) ratio."""
         matcher = self._matcher(i, j)
-        return matcher.real_quick_ratio() < similarity or matcher.quick_ratio() < similarity
+        return (
+            matcher.real_quick_ratio() < similarity
+            or matcher.quick_ratio() < similarity
+            or lcs_bound(self.texts_a[i], self.texts_b[j]) < similarity
+        )
 
     def words(self, side: str, k: int) -> frozenset[str]:
         if (side, k) not in self._words:

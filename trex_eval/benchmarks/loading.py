@@ -68,6 +68,11 @@ class Benchmark:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def shipped(self) -> bool:
+        """Whether this is one of trex-eval's own benchmarks (see :func:`is_shipped_spec`)."""
+        return is_shipped_spec(self.spec_path)
+
     def __len__(self) -> int:
         return len(self.problems)
 
@@ -91,6 +96,13 @@ class Benchmark:
 def shipped_spec_paths() -> dict[str, Path]:
     """Shipped benchmark name -> YAML path."""
     return {path.stem: path for path in sorted(assets.benchmarks_dir().glob("*.yaml"))}
+
+
+def is_shipped_spec(spec_path: Path) -> bool:
+    """Whether ``spec_path`` is a benchmark trex-eval ships (its data comes from ``trex-eval data
+    pull``) rather than the user's own YAML (its data is wherever that YAML says): messages about a
+    missing file tell the first to check the data download and the second to fix its YAML."""
+    return spec_path.resolve().parent == assets.benchmarks_dir().resolve()
 
 
 def user_benchmarks_dir() -> Path:
@@ -265,7 +277,7 @@ def load_benchmark(
     spec_path = resolve_spec_path(name_or_path, extra=extra)
     spec = load_spec(spec_path)
     if strict is None:
-        strict = spec_path.resolve().parent == assets.benchmarks_dir().resolve()
+        strict = is_shipped_spec(spec_path)
     base = _source_base(spec, spec_path, data_dir)
     source = (base / spec.source.path).resolve()
     if not source.exists():
@@ -346,10 +358,15 @@ def _refuse_bad_rows(
             f"{len(errors)} bad rows in benchmark '{spec.name}':\n    {listed}", where=str(spec_path)
         )
     if spec.source.rows is not None and len(problems) != spec.source.rows:
+        hint = (
+            "the data directory may be from another snapshot: run `trex-eval data verify`"
+            if is_shipped_spec(spec_path)
+            else f"set source.rows in {spec_path.name} to {len(problems)} if the data file is right"
+        )
         raise BenchmarkError(
             f"expected {spec.source.rows} rows, found {len(problems)}",
-            where=f"{spec_path}: source.rows",
-            hint="the data directory may be from another snapshot: run `trex-eval data verify`",
+            where=f"{spec_location(spec_path, ('source', 'rows'))}: source.rows",
+            hint=hint,
         )
 
 
@@ -358,7 +375,7 @@ def _missing_source_hint(spec: BenchmarkSpec, *, spec_path: Path, source: Path) 
     shipped benchmark), else correct the path, with the files of that name-alike near it."""
     if spec.source.root == "source":
         return "run `trex-eval data pull` (it installs the pinned repositories too), or set TREX_SOURCES_DIR"
-    if spec_path.resolve().parent == assets.benchmarks_dir().resolve():
+    if is_shipped_spec(spec_path):
         return "run `trex-eval data verify` to check the data directory (`trex-eval data pull` fetches it)"
     base = "the YAML file's folder" if spec.source.root == "file" else "the data directory (root: data)"
     relative = "" if Path(spec.source.path).is_absolute() else f"source.path is relative to {base}; "

@@ -1,7 +1,8 @@
 """Command-line interface (typer). Thin: parse flags, call the library, print.
 
 Every user error is a :class:`~trex_eval.errors.TrexError`: printed as one clear message on
-stderr, exit code 2, no traceback.
+stderr, exit code 2, no traceback. A failure of the machine (a full disk, an I/O error) is printed
+the same way with exit code 1 (README, "Exit codes").
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from trex_eval.cli import (
     run_cmd,
     serve_cmd,
 )
-from trex_eval.cli._common import describe_os_error, err, out
-from trex_eval.cli.finish import EXIT_INTERRUPTED, EXIT_USER_ERROR, interruption_said
+from trex_eval.cli._common import MACHINE_ERRNOS, describe_os_error, err, out
+from trex_eval.cli.finish import EXIT_HARNESS_FAILURE, EXIT_INTERRUPTED, EXIT_USER_ERROR, interruption_said
 from trex_eval.errors import TrexError
+from trex_eval.store import StoreWriteError
 
 app = typer.Typer(
     name="trex-eval",
@@ -125,9 +127,10 @@ def main() -> None:
     except TrexError as exc:
         # The message is plain text: brackets in it (`pip install 'trex-eval[vllm]'`) are not markup.
         err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
-        sys.exit(EXIT_USER_ERROR)
+        sys.exit(EXIT_HARNESS_FAILURE if isinstance(exc, StoreWriteError) else EXIT_USER_ERROR)
     except OSError as exc:
-        # A path the user gave cannot be read or written (permissions, a missing folder, a full disk).
+        # A path the user gave cannot be read or written (permissions, a missing folder): bad input;
+        # a full disk or an I/O error is the machine's failure.
         message = escape(describe_os_error(exc))
         err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False, soft_wrap=True)
-        sys.exit(EXIT_USER_ERROR)
+        sys.exit(EXIT_HARNESS_FAILURE if exc.errno in MACHINE_ERRNOS else EXIT_USER_ERROR)

@@ -22,12 +22,15 @@ from trex_eval.cli.options import (
     MemoryOption,
     NoProgressOption,
     ProtocolOption,
+    RayActorsOption,
+    RayAddressOption,
     RuleOption,
     RunOutOption,
     TimeoutOption,
     WorkersOption,
     gurobi_policy,
     protocol_name,
+    ray_options,
     sandbox_limits,
     split_list,
     workers_count,
@@ -44,6 +47,8 @@ def audit(
     rule: RuleOption = [],  # noqa: B006
     gurobi: GurobiOption = DEFAULT_GUROBI,
     workers: WorkersOption = DEFAULT_WORKERS,
+    ray_address: RayAddressOption = None,
+    ray_actors: RayActorsOption = None,
     wall_s: TimeoutOption = None,
     memory_mib: MemoryOption = None,
     out_dir: RunOutOption = None,
@@ -95,6 +100,7 @@ def audit(
         show_progress=not no_progress,
         out=out_dir,
         publish=publish,
+        ray=ray_options(ray_address, ray_actors),
     )
     if md:
         echo_text(result.markdown)

@@ -9,7 +9,13 @@ import typer
 
 from trex_eval.cli._common import echo_text, err, out
 from trex_eval.cli.options import BaselineOption, FilesOutOption, MarkdownOption, PublishedOption
-from trex_eval.cli.run_dirs import RunDirs, published_scores, run_dirs, write_outputs
+from trex_eval.cli.run_dirs import (
+    RunDirs,
+    print_details_command,
+    published_scores,
+    run_dirs,
+    write_outputs,
+)
 
 CommonOption = Annotated[
     bool,
@@ -84,7 +90,7 @@ def compare(
         },
     )
     if not md and not any(path.suffix.lower() in (".md", ".html") for path in files):
-        out.print("[dim]flipped problems and definitions: --md, or --out FILE.md[/dim]")
+        print_details_command("flipped problems and definitions", file_name="comparison.md")
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -116,7 +116,8 @@ def data_pull(
 
 @app.command("where")
 def data_where(data_dir: DataDirOption = None) -> None:
-    """Print the data directory in force (--data-dir, else $TREX_DATA_DIR, else the user cache)."""
+    """Print the data directory in force: --data-dir, else $TREX_DATA_DIR, else
+    ../shared/benchmarks/t-rex beside the source checkout trex-eval runs from, else the user cache."""
     from trex_eval.benchmarks import data
 
     out.print(str(data.resolve_data_dir(data_dir)))

@@ -4,7 +4,8 @@ an interruption.
 Exit codes (the same for every command):
 
 * 0: done;
-* 1: trex-eval itself failed (a bug: the traceback is printed);
+* 1: trex-eval itself failed: a bug (the traceback is printed), or the machine (a full disk, an I/O
+  error: the message says what and how to continue);
 * 2: a user error (bad flag, file, data or setting), or a dry run that found the run cannot start;
 * 3: the run finished but is not a measurement (every model request failed, or more than 10 %);
 * 130: interrupted (Ctrl-C or SIGTERM: 143); finished samples are kept, ``--resume`` continues.
@@ -16,18 +17,21 @@ import signal
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 from rich.markup import escape
 
-from trex_eval.cli._common import err, out
+from trex_eval.cli._common import MACHINE_ERRNOS, err, os_error_parts, out
 from trex_eval.store import MANIFEST, SUMMARY_MD
 
 if TYPE_CHECKING:
     from trex_eval.run.pipeline import RunResult
     from trex_eval.run.spec import RunOptions, RunSpec
 
+EXIT_HARNESS_FAILURE = 1
+"""Exit code of a failure of the harness or of the machine it runs on (a full disk, an I/O error),
+not of the input: the same command may succeed once the machine is fixed."""
 EXIT_USER_ERROR = 2
 EXIT_NOT_A_MEASUREMENT = 3
 """Exit code of a run or grade that finished but measured nothing trustworthy: every model request
@@ -49,9 +53,19 @@ def run_interruptibly(spec: RunSpec, options: RunOptions) -> RunResult:
 
 
 def interruptibly(work: Callable[[], _T], where: Path | None) -> _T:
-    """``work()``; on Ctrl-C or SIGTERM, say what was kept and how to continue, then exit."""
+    """``work()``; on Ctrl-C or SIGTERM, say what was kept and how to continue, then exit (130,
+    143); when the machine refuses a write to the run directory (a full disk), the same and exit 1."""
+    from trex_eval.store import StoreWriteError
+
     try:
         return work()
+    except StoreWriteError as error:
+        machine_failure(error.message, hint=error.hint, run_dir=error.root)
+    except OSError as error:
+        if error.errno not in MACHINE_ERRNOS or where is None or not (where / MANIFEST).is_file():
+            raise
+        what, hint = os_error_parts(error)
+        machine_failure(what, hint=hint, run_dir=where)
     except KeyboardInterrupt:
         _resume_hint("interrupted", where)
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -68,6 +82,26 @@ _said: list[str] = []
 def interruption_said() -> bool:
     """Whether :func:`interruptibly` has told the user of an interruption."""
     return bool(_said)
+
+
+def interruption_told(what: str) -> None:
+    """Note that a command told the user of its interruption (``what``) in its own words, so
+    that the entry point does not add its own line (``serve``: a drain cut short)."""
+    _said.append(what)
+
+
+def machine_failure(message: str, *, hint: str | None, run_dir: Path) -> NoReturn:
+    """Say that the machine stopped the run in ``run_dir`` (``message``, what to fix: ``hint``)
+    and the command that continues it once fixed; exit 1 (the input is not at fault)."""
+    resume = f"`trex-eval run --resume {run_dir}`"
+    todo = f"{hint}, then continue with {resume}" if hint else f"continue with {resume}"
+    err.print(
+        f"[bold red]error:[/] {escape(message)}\n  -> {escape(todo)}\n"
+        "finished samples are kept; the run continues where it stopped",
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(EXIT_HARNESS_FAILURE)
 
 
 def _resume_hint(what: str, where: Path | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -25,12 +26,15 @@ from trex_eval.cli.options import (
     DataDirOption,
     MemoryOption,
     NoProgressOption,
+    RayActorsOption,
+    RayAddressOption,
     RegradeProtocolOption,
     RuleOption,
     RunOutOption,
     TimeoutOption,
     WorkersOption,
     protocol_name,
+    ray_options,
     sandbox_limits,
     split_list,
     workers_count,
@@ -127,6 +131,8 @@ def grade(
     diagnose: _DiagnoseOption = True,
     protocol: RegradeProtocolOption = None,
     workers: WorkersOption = DEFAULT_WORKERS,
+    ray_address: RayAddressOption = None,
+    ray_actors: RayActorsOption = None,
     wall_s: TimeoutOption = None,
     memory_mib: MemoryOption = None,
     out_dir: RunOutOption = None,
@@ -145,14 +151,15 @@ def grade(
     others are named as left out; --all-problems keeps the benchmark's full denominator). The new
     grades go to a directory of their own (default results/<source>-regrade-<time>).
 
-    Exit codes: 0 graded, 2 a user error, 3 more than 10% of the samples are API errors, 130
-    interrupted.
+    Exit codes: 0 graded, 1 the harness or the machine failed (a full disk), 2 a user error, 3 more
+    than 10% of the samples are API errors, 130 interrupted.
 
     Example: trex-eval grade out.jsonl -b my-bench --id-field qid --text-field
     response.choices.0.message.content --rule orlm
     """
     from trex_eval.run import regrade
 
+    ray = ray_options(ray_address, ray_actors)
     path, is_run, names = _source_and_benchmarks(
         source, completions=completions, benchmarks=benchmarks, benchmark=benchmark
     )
@@ -178,6 +185,9 @@ def grade(
         show_progress=not no_progress,
         diagnose=diagnose,
     )
+    if ray is not None:  # every pass grades on Ray; the plan is otherwise the same
+        passes = tuple((spec, replace(options, ray=ray)) for spec, options in plan.passes)
+        plan = replace(plan, passes=passes)
     _run_plan(plan)
 
 

@@ -9,7 +9,13 @@ import typer
 
 from trex_eval.cli._common import echo_text, err, out
 from trex_eval.cli.options import FilesOutOption, MarkdownOption, PublishedOption
-from trex_eval.cli.run_dirs import RunDirs, published_scores, run_dirs, write_outputs
+from trex_eval.cli.run_dirs import (
+    RunDirs,
+    print_details_command,
+    published_scores,
+    run_dirs,
+    write_outputs,
+)
 
 
 def leaderboard(
@@ -60,7 +66,7 @@ def leaderboard(
         },
     )
     if not md and not any(path.suffix.lower() in (".md", ".html") for path in targets):
-        out.print("[dim]definitions and run details: --md, or --out FILE.md / FILE.html[/dim]")
+        print_details_command("definitions and run details", file_name="leaderboard.md")
 
 
 def _write_text(path: Path, text: str) -> None:

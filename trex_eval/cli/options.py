@@ -11,6 +11,7 @@ that takes it, and the parsers that turn flag values into library values.
 | Markdown on stdout | ``--md`` | leaderboard, compare, audit |
 | data | ``--data-dir`` | every command that reads benchmarks |
 | progress | ``--no-progress`` | run, grade, audit |
+| grading on Ray | ``--ray-address``, ``--ray-actors`` | run, grade, audit (serve: its own, same meaning) |
 
 Older spellings stay accepted, hidden from ``--help``, where scripts may use them: ``grade
 --benchmark`` and ``grade --completions FILE``, ``audit BENCHMARK...``, ``leaderboard --html FILE``.
@@ -29,6 +30,7 @@ from trex_eval.errors import ConfigError
 from trex_eval.records import GUROBI_POLICY_ALIASES, FewShotStrategy, GurobiPolicy
 
 if TYPE_CHECKING:
+    from trex_eval.run.spec import RayOptions
     from trex_eval.sandbox import SandboxLimits
 
 PANEL_WHAT = "What to run"
@@ -107,6 +109,27 @@ TimeoutOption = Annotated[
         "--timeout",
         help="Wall-clock seconds per program (default 60; 360/180 under trex-compat). Programs whose "
         "limits change run again.",
+        rich_help_panel=PANEL_SANDBOX,
+        show_default=False,
+    ),
+]
+RayAddressOption = Annotated[
+    Optional[str],  # noqa: UP045 - typer evaluates the annotation at runtime on Python 3.10
+    typer.Option(
+        "--ray-address",
+        help="Grade on a Ray cluster (auto, HOST:PORT, ray://HOST:PORT, or local to start one here): "
+        "one grading actor per node, each with --workers sandbox lanes; generation and the run "
+        "directory stay here, the grades are the same. Needs the ray extra and the data at the "
+        "same path on every node.",
+        rich_help_panel=PANEL_SANDBOX,
+        show_default=False,
+    ),
+]
+RayActorsOption = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--ray-actors",
+        help="Grading actors on Ray (default: one per alive node).",
         rich_help_panel=PANEL_SANDBOX,
         show_default=False,
     ),
@@ -246,3 +269,22 @@ def sandbox_limits(wall_s: float | None, memory_mib: int | None) -> SandboxLimit
             f"invalid sandbox limit {'.'.join(map(str, problem['loc']))}: {problem['msg']}",
             hint="--timeout is in seconds (> 0); --memory-mib is at least 64",
         ) from None
+
+
+def ray_options(address: str | None, actors: int | None) -> RayOptions | None:
+    """What ``--ray-address``/``--ray-actors`` ask for (``None``: grade in this process).
+
+    Raises:
+        ConfigError: ``--ray-actors`` without ``--ray-address``, or below 1.
+    """
+    from trex_eval.run.spec import RayOptions
+
+    if address is None:
+        if actors is not None:
+            raise ConfigError(
+                "--ray-actors needs --ray-address", hint="e.g. --ray-address auto --ray-actors 4"
+            )
+        return None
+    if actors is not None and actors < 1:
+        raise ConfigError("--ray-actors must be at least 1")
+    return RayOptions(address=address, actors=actors)

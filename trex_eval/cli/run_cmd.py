@@ -25,6 +25,8 @@ from trex_eval.cli.options import (
     ModelsFileOption,
     NoProgressOption,
     ProtocolOption,
+    RayActorsOption,
+    RayAddressOption,
     RuleOption,
     RunOutOption,
     TimeoutOption,
@@ -33,6 +35,7 @@ from trex_eval.cli.options import (
     gurobi_policy,
     key_values,
     protocol_name,
+    ray_options,
     sandbox_limits,
     split_list,
     workers_count,
@@ -215,6 +218,8 @@ class RunFlags:
     rule: list[str]
     gurobi: str
     workers: int
+    ray_address: str | None
+    ray_actors: int | None
     wall_s: float | None
     memory_mib: int | None
     out_dir: Path | None
@@ -245,6 +250,8 @@ def run(
     rule: RuleOption = [],  # noqa: B006
     gurobi: GurobiOption = DEFAULT_GUROBI,
     workers: WorkersOption = DEFAULT_WORKERS,
+    ray_address: RayAddressOption = None,
+    ray_actors: RayActorsOption = None,
     wall_s: TimeoutOption = None,
     memory_mib: MemoryOption = None,
     out_dir: RunOutOption = None,
@@ -255,9 +262,10 @@ def run(
 ) -> None:
     """Generate, execute and grade: writes manifest.json, completions.jsonl, samples.jsonl and a summary.
 
-    Benchmarks: all four T-Rex benchmarks unless -b names others. Exit codes: 0 done, 2 a user error
-    (or a dry run that found the run cannot start), 3 not a measurement (most model requests
-    failed), 130 interrupted (continue with --resume).
+    Benchmarks: all four T-Rex benchmarks unless -b names others. Exit codes: 0 done, 1 the harness
+    or the machine failed (a full disk: free space, then --resume), 2 a user error (or a dry run
+    that found the run cannot start), 3 not a measurement (most model requests failed), 130
+    interrupted (continue with --resume).
 
     Examples:
 
@@ -274,6 +282,8 @@ def run(
       trex-eval run --model local-qwen-coder --repair 2 -b nl4opt -n 5   (2 repair rounds)
 
       trex-eval run --resume results/<run-id>              (continue a killed run)
+
+      trex-eval run --model reference --ray-address auto   (grade on the Ray cluster's nodes)
     """
     # Every flag as one typed record for the helpers below; nothing else is bound yet.
     flags = RunFlags(**locals())
@@ -397,4 +407,5 @@ def _run_options(flags: RunFlags, *, data_dir: Path | None, out: Path | None) ->
         command=tuple(sys.argv),
         show_progress=not flags.no_progress,
         diagnose=flags.diagnose,
+        ray=ray_options(flags.ray_address, flags.ray_actors),
     )

@@ -3,6 +3,8 @@ directories among the paths given, and ``--out`` files by suffix."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -93,6 +95,15 @@ def write_outputs(files: list[Path], writers: Mapping[str, tuple[str, Callable[[
         path.parent.mkdir(parents=True, exist_ok=True)
         write(path)
         out.print(f"{what}: {escape(str(path))}", highlight=False, soft_wrap=True)
+
+
+def print_details_command(what: str, *, file_name: str) -> None:
+    """Close a table whose details (``what``) only a file holds with the command that writes
+    them: this command line again with ``--out file_name`` (in the working directory), whole on
+    one line so that it can be copied."""
+    command = shlex.join(["trex-eval", *sys.argv[1:], "--out", file_name])
+    text = f"{what}: {command}  (or --md prints them)"
+    out.print(text, style="dim", markup=False, highlight=False, soft_wrap=True)
 
 
 def published_scores(include: bool) -> tuple[PublishedScore, ...]:

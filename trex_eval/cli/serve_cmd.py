@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from trex_eval.reward.runlog import RewardRunLog
     from trex_eval.reward.scorer import ScorerSettings
     from trex_eval.reward.service import ServiceLimits
+    from trex_eval.reward.shutdown import Stopped
 
 
 # The options only `serve` takes; those shared with other commands are in cli/options.py.
@@ -147,6 +148,15 @@ _RayActorsOption = Annotated[
         "--ray-actors", help="Scorer actors on Ray (default: one per alive node).", show_default=False
     ),
 ]
+_AnyBenchmarkOption = Annotated[
+    bool,
+    typer.Option(
+        "--any-benchmark",
+        help="Also score keys naming benchmarks not given with -b (any shipped benchmark, loaded on "
+        "first use). Without it such a key is refused (400) naming the key and the benchmarks served.",
+        rich_help_panel=PANEL_GRADING,
+    ),
+]
 _IsolationOption = Annotated[
     str,
     typer.Option(
@@ -181,15 +191,21 @@ def serve(
     ray_actors: _RayActorsOption = None,
     data_dir: DataDirOption = None,
     isolation: _IsolationOption = "auto",
+    any_benchmark: _AnyBenchmarkOption = False,
 ) -> None:
     """Serve rewards over HTTP: POST /v1/score (trex-eval's records), POST /get_reward (OpenRLHF's
     remote reward model), GET /health, GET /metrics (Prometheus).
 
     Each rollout is graded as `trex-eval run` grades a sample (sandboxed, the objective re-derived
-    by the harness) and paid by --policy. Problems are benchmark rows named by -b (their files are
-    hidden from the programs) or inline ({"value": OPTIMUM}). SIGTERM or Ctrl-C drains: nothing new
-    is admitted, requests in the house are answered, then the server exits 0.
+    by the harness) and paid by --policy. Problems are rows of the benchmarks named by -b (their
+    files are hidden from the programs; a key naming another benchmark is refused unless
+    --any-benchmark) or inline ({"value": OPTIMUM}); a key may come in any form `export-rl` writes,
+    as an object or as JSON text. SIGTERM or Ctrl-C drains: nothing new is admitted, requests in the
+    house are answered, connections are closed, then the server exits 0 (with nothing pending, at
+    once). A second signal stops at once, leaving the pending rollouts unanswered (exit 130;
+    SIGTERM: 143).
     """
+    from trex_eval.benchmarks.suites import expand as expand_suites
     from trex_eval.reward.scorer import ScorerSettings
 
     if max_pending < 1 or deadline_s <= 0 or per_problem < 1:
@@ -198,11 +214,12 @@ def serve(
         policy=policy,
         protocol=protocol_name(protocol),
         rule=rule,
-        benchmarks=split_list(benchmarks),
+        benchmarks=expand_suites(split_list(benchmarks)),  # `-b sirl`, as export-rl reads it
         data_dir=data_dir,
         workers=workers_count(workers),
         diagnose=diagnose,
         isolation=isolation,
+        any_benchmark=any_benchmark,
     )
     limits = _service_limits(
         max_pending=max_pending,
@@ -212,19 +229,33 @@ def serve(
         request_timeout_s=request_timeout_s,
         body_budget_mib=body_budget_mib,
     )
-    asyncio.run(
-        _serve(
-            settings,
-            limits=limits,
-            host=host,
-            port=port,
-            log=log,
-            out_dir=out_dir,
-            per_problem=per_problem,
-            ray_address=ray_address,
-            ray_actors=ray_actors,
-        )
+    serving = _serve(
+        settings,
+        limits=limits,
+        host=host,
+        port=port,
+        log=log,
+        out_dir=out_dir,
+        per_problem=per_problem,
+        ray_address=ray_address,
+        ray_actors=ray_actors,
     )
+    _until_stopped(serving)
+
+
+def _until_stopped(serving: Coroutine[None, None, Stopped]) -> None:
+    """Run ``serving`` to its end: return after a clean stop (exit 0); after a drain cut short (a
+    second signal, or the drain's time limit) say how many rollouts were left unanswered and exit
+    as interrupted (130 after SIGINT, 143 after SIGTERM)."""
+    from trex_eval.cli.finish import EXIT_INTERRUPTED, interruption_told
+
+    stopped = asyncio.run(serving)
+    if stopped.clean:
+        return
+    line = f"stopped with {stopped.pending} rollouts unanswered"
+    err.print(line, highlight=False)
+    interruption_told(line)
+    raise typer.Exit(EXIT_INTERRUPTED if stopped.signal is None else 128 + stopped.signal)
 
 
 def _service_limits(
@@ -269,9 +300,10 @@ async def _serve(
     per_problem: int,
     ray_address: str | None,
     ray_actors: int | None,
-) -> None:
+) -> Stopped:
     """Serve rewards on ``host:port`` (the port printed on stdout once listening) until SIGTERM or
-    Ctrl-C has drained the requests in the house; grading in this process, or on Ray when
+    Ctrl-C has drained the requests in the house (or a second signal cut the drain short: see the
+    :class:`~trex_eval.reward.shutdown.Stopped` returned); grading in this process, or on Ray when
     ``ray_address`` is given."""
     from trex_eval.reward.ray_pool import RayPoolSettings, RayRewardPool
     from trex_eval.reward.scorer import RewardScorer
@@ -290,19 +322,24 @@ async def _serve(
         described = scorer.describe()
         out.print(
             f"serving rewards on http://{host}:{server.port} (policy {described['policy']}, "
-            f"{len(settings.benchmarks)} benchmarks, {settings.workers} sandbox lanes"
+            f"{len(settings.benchmarks)} benchmarks"
+            + (" and any other shipped one" if settings.any_benchmark else "")
+            + f", {settings.workers} sandbox lanes"
             + ("" if ray_address is None else f" on each Ray actor of {ray_address}")
             + f", sandbox isolation {_isolation_in_force(described)})",
             highlight=False,
             soft_wrap=True,
         )
         out.file.flush()  # a supervisor reading the port from a pipe must see it now
-        await server.serve_until_stopped(on_signal=lambda line: err.print(line, highlight=False))
+        stopped = await server.serve_until_stopped(
+            on_signal=lambda line: err.print(line, highlight=False, soft_wrap=True)
+        )
     if out_dir is not None:
         out_text = (
             f"rollouts stored under {out_dir} (read them with `trex-eval leaderboard {out_dir}/epoch-*`)"
         )
         err.print(out_text, highlight=False, soft_wrap=True)
+    return stopped
 
 
 @contextlib.asynccontextmanager

@@ -51,7 +51,7 @@ def grade_objective(
     execution: Execution, reference: ObjectiveReference, *, rule: ObjectiveRule | str = DEFAULT_RULE
 ) -> Grade:
     """Grade one program run against an objective reference under ``rule`` (an objective rule
-    object or spec; :attr:`Grade.rule` is the rule's canonical spec, e.g. ``"strict@2"``).
+    object or spec; :attr:`Grade.rule` is the rule's canonical spec, e.g. ``"strict@3"``).
 
     Raises:
         ConfigError: ``rule`` is a spec that does not name an objective rule.

@@ -1,8 +1,9 @@
 """The one registry of grading rules, objective and structural alike. Pure.
 
-Every rule is a family (one line of :data:`FAMILIES`: name, kind, one-line summary, and the
-``"module:function"`` factory that builds a rule object from a parsed spec) plus the rule
-objects the factory returns. A rule object carries ``kind``, ``name``, ``version``, ``spec``
+Every rule is a family (one line of :data:`FAMILIES`: name, the ``"module:function"`` factory
+that builds a rule object from a parsed spec, one-line summary, version and grader kind; all held
+by :data:`RULES`, a :class:`~trex_eval.targets.Registry`) plus the rule objects the factory
+returns. A rule object carries ``kind``, ``name``, ``version``, ``spec``
 (canonical ``name@version[:params]``, what every :class:`~trex_eval.records.Grade`, manifest
 entry and leaderboard column records) and ``description`` (one line printed beside its
 numbers). Spec grammar: :mod:`trex_eval.grading.spec`.
@@ -31,15 +32,16 @@ claim, for every objective family but ``trex-compat`` (which reproduces the refe
 the claim of ``model.ObjVal``); the claim only has to agree with the re-solve
 (:mod:`trex_eval.verify`).
 
-Adding a rule: a module with a ``build(spec: RuleSpec) -> rule`` factory and one line here. A
-spec naming a version other than the implemented one is refused rather than silently graded by
-different code.
+Adding a rule: a module with a ``build(spec: RuleSpec) -> rule`` factory and one line here (a
+plug-in: :func:`register_rule`). A spec naming a version other than its line's is refused, before
+anything loads, rather than silently graded by different code; a line whose version its rules do
+not carry is refused too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import cast
 
@@ -48,85 +50,115 @@ from trex_eval.grading.objective.base import ObjectiveRule
 from trex_eval.grading.spec import RuleSpec
 from trex_eval.grading.structure.base import StructureRule
 from trex_eval.records import GraderKind
-from trex_eval.targets import load_target
+from trex_eval.targets import Entry, Registry, takes_arguments
 
 Rule = ObjectiveRule | StructureRule
 """A rule of either kind; ``rule.kind`` says which."""
 
 
-@dataclass(frozen=True)
-class RuleFamily:
-    """One registry line: ``target`` names ``build(spec: RuleSpec) -> Rule``."""
+RuleBuilder = Callable[[RuleSpec], Rule]
+"""What a family's target names: ``build(spec) -> Rule``."""
 
-    name: str
-    kind: GraderKind
-    summary: str
-    target: str
+
+@dataclass(frozen=True)
+class RuleFamily(Entry):
+    """One registry line: ``target`` names a :data:`RuleBuilder` of rules of grader ``kind`` at
+    ``version`` (checked against every rule it builds)."""
+
+    kind: GraderKind = field(kw_only=True)
 
 
 _OBJECTIVE, _STRUCTURE = GraderKind.OBJECTIVE, GraderKind.STRUCTURE
 _TOLERANCE = "trex_eval.grading.objective.presets:build"
+# objective.tolerance.TOLERANCE_RULE_VERSION, written out: importing it here would load every
+# tolerance rule at start-up (get_rule refuses a line whose version its rules do not carry).
+_TOLERANCE_VERSION = "3"
 
 FAMILIES: tuple[RuleFamily, ...] = (
     RuleFamily(
-        "strict", _OBJECTIVE,
+        "strict", _TOLERANCE,
         "default: solver status optimal and |Δ| ≤ atol + rtol·|ref| (rtol 1e-4, atol 1e-6)",
-        _TOLERANCE,
+        version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
     ),
-    RuleFamily("rel", _OBJECTIVE, "rel:RTOL -- optimal and |Δ| ≤ RTOL·|ref|", _TOLERANCE),
-    RuleFamily("abs", _OBJECTIVE, "abs:ATOL -- optimal and |Δ| ≤ ATOL", _TOLERANCE),
     RuleFamily(
-        "round", _OBJECTIVE,
+        "rel", _TOLERANCE, "rel:RTOL -- optimal and |Δ| ≤ RTOL·|ref|",
+        version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
+    ),
+    RuleFamily(
+        "abs", _TOLERANCE, "abs:ATOL -- optimal and |Δ| ≤ ATOL", version=_TOLERANCE_VERSION, kind=_OBJECTIVE
+    ),
+    RuleFamily(
+        "round", _TOLERANCE,
         "round:DIGITS -- optimal and both values equal after rounding to DIGITS decimals",
-        _TOLERANCE,
+        version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
     ),
-    RuleFamily("orlm", _OBJECTIVE, "ORLM convention: both rounded to integers, |Δ| ≤ 0.05·|ref|", _TOLERANCE),
-    RuleFamily("sirl", _OBJECTIVE, "SIRL convention: |Δ| / (|ref| + 1) ≤ 1e-6", _TOLERANCE),
     RuleFamily(
-        "optmath", _OBJECTIVE,
+        "orlm", _TOLERANCE, "ORLM convention: both rounded to integers, |Δ| ≤ 0.05·|ref|",
+        version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
+    ),
+    RuleFamily(
+        "sirl", _TOLERANCE, "SIRL convention: |Δ| / (|ref| + 1) ≤ 1e-6",
+        version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
+    ),
+    RuleFamily(
+        "optmath", _TOLERANCE,
         "OptMATH convention: both rounded to integers, |Δ| ≤ 0.05·|ref| "
         "(optsuite/OptMATH@b797149 eval/executor.py); fallback=true adds its conversion fallback",
-        _TOLERANCE,
+        version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
     ),
     RuleFamily(
-        "mamo", _OBJECTIVE,
+        "mamo", _TOLERANCE,
         "Mamo convention: |Δ|·10^max(2, label decimals) < 1, or |Δ| ≤ 1e-4·|ref| "
         "(FreedomIntelligence/Mamo@5da0854 "
         "scripts/scripts_optimization/mamo_script_optimization/3.run_code_comp_optimization.py)",
-        _TOLERANCE,
+        version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
     ),
     RuleFamily(
-        "orthought", _OBJECTIVE,
+        "orthought", _TOLERANCE,
         "ORThought convention: |Δ| < 0.01 (ZJU-TSELab/ORThought@ce5dc6b analyze.py)",
-        _TOLERANCE,
+        version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
     ),
     RuleFamily(
-        "trex-compat", _OBJECTIVE,
+        "trex-compat", "trex_eval.protocols.trex_compat.objective:build",
         "reference T-Rex harness: module-level model/m, status OPTIMAL, |Δ| ≤ 1e-6 absolute",
-        "trex_eval.protocols.trex_compat.objective:build",
+        version="1", kind=_OBJECTIVE,
     ),
     RuleFamily(
-        "orlm-compat", _OBJECTIVE,
+        "orlm-compat", "trex_eval.protocols.orlm.objective:build",
         "ORLM harness: module-level coptpy `model` at COPT.OPTIMAL, round + 5 %, 'No Best Solution' "
         "(Cardinal-Operations/ORLM@38712c9 eval/execute.py); the orlm protocol's rule",
-        "trex_eval.protocols.orlm.objective:build",
+        version="2", kind=_OBJECTIVE,
     ),
     RuleFamily(
-        "orgeval-fixed", _STRUCTURE,
+        "orgeval-fixed", "trex_eval.grading.structure.fixed:build",
         "structural equivalence incl. sense, constant, bounds, integrality, class sizes",
-        "trex_eval.grading.structure.fixed:build",
+        version="1", kind=_STRUCTURE,
     ),
     RuleFamily(
-        "orgeval-exact", _STRUCTURE,
+        "orgeval-exact", "trex_eval.grading.structure.exact:build",
         "exact structural equivalence: quadratic, SOS and indicator parts in the graph, isomorphism search",
-        "trex_eval.grading.structure.exact:build",
+        version="2", kind=_STRUCTURE,
     ),
     RuleFamily(
-        "orgeval-trex-compat", _STRUCTURE,
+        "orgeval-trex-compat", "trex_eval.protocols.trex_compat.structure:build",
         "the reference ORGEval check (LP round trip, md5-WL colour sets, sufficiency)",
-        "trex_eval.protocols.trex_compat.structure:build",
+        version="1", kind=_STRUCTURE,
     ),
 )  # fmt: skip
+"""The shipped families, in listing order (:data:`RULES` holds these and any registered since)."""
+
+
+def _as_builder(value: object) -> RuleBuilder | None:
+    return cast(RuleBuilder, value) if takes_arguments(value, 1) else None
+
+
+RULES: Registry[RuleBuilder] = Registry(
+    "grading rule",
+    FAMILIES,
+    accept=_as_builder,
+    expects="a function build(spec: RuleSpec) -> rule",
+    versioned=True,
+)
 
 DEFAULT_RULES: dict[GraderKind, str] = {_OBJECTIVE: "strict", _STRUCTURE: "orgeval-exact"}
 """The rule a benchmark of each kind is graded by unless its YAML or the run says otherwise."""
@@ -134,24 +166,30 @@ DEFAULT_RULES: dict[GraderKind, str] = {_OBJECTIVE: "strict", _STRUCTURE: "orgev
 DEFAULT_RULE = DEFAULT_RULES[_OBJECTIVE]
 
 
+def register_rule(entry: RuleFamily) -> None:
+    """Register a rule family (a plug-in's or a test's), replacing one of the same name."""
+    RULES.add(entry)
+    get_rule.cache_clear()
+
+
 def families(kind: GraderKind | None = None) -> tuple[RuleFamily, ...]:
-    """The registered families (of ``kind`` only, when given), in listing order."""
-    return tuple(f for f in FAMILIES if kind is None or f.kind is kind)
+    """The registered families (of ``kind`` only, when given), in listing order. Imports nothing."""
+    return tuple(f for f in RULES.entries() if isinstance(f, RuleFamily) and (kind is None or f.kind is kind))
 
 
 def family(name: str) -> RuleFamily:
     """The family registered as ``name`` (case-insensitive).
 
     Raises:
-        ConfigError: no family has that name.
+        ConfigError: no family has that name (with the close matches).
     """
-    wanted = name.strip().lower()
-    for entry in FAMILIES:
-        if entry.name == wanted:
-            return entry
-    raise ConfigError(
-        f"unknown grading rule {wanted!r}", hint=f"choose one of: {', '.join(f.name for f in FAMILIES)}"
-    )
+    entry = RULES.entry(name.strip().lower())
+    if not isinstance(entry, RuleFamily):
+        raise ConfigError(
+            f"grading rule {entry.name!r} was registered without its grader kind",
+            hint="register rules with register_rule(RuleFamily(...))",
+        )
+    return entry
 
 
 @lru_cache(maxsize=256)
@@ -164,21 +202,19 @@ def get_rule(spec: str) -> Rule:
     """
     parsed = RuleSpec.parse(spec)
     entry = family(parsed.name)
-    build = cast(Callable[[RuleSpec], Rule], load_target(entry.target, what=f"rule {entry.name!r}"))
-    rule = build(parsed)
-    if parsed.version is not None and parsed.version != rule.version:
+    rule = RULES.get(entry.name, version=parsed.version, where=spec)(parsed)
+    if rule.version != entry.version:
         raise ConfigError(
-            f"rule {entry.name!r} is implemented at version {rule.version}, "
-            f"the spec asks for {parsed.version}",
-            where=spec,
-            hint=f"use {entry.name}@{rule.version} (or no version) and note the change in results",
+            f"grading rule {entry.name!r}: {entry.target} built {rule.spec}, "
+            f"its registry line says version {entry.version}",
+            hint="make the RuleFamily line's version the one its rules carry",
         )
     return rule
 
 
 def superseded(spec: str) -> str | None:
     """The canonical spec of the rule as implemented now when ``spec`` names it at another
-    version (``"strict@1"`` -> ``"strict@2"``, parameters kept), else ``None`` (no version, the
+    version (``"strict@1"`` -> ``"strict@3"``, parameters kept), else ``None`` (no version, the
     implemented one, or a spec that is not valid apart from its version: :func:`get_rule` says
     why). What a stored run's recorded rule is checked with before it is resumed or re-graded."""
     try:

@@ -27,6 +27,7 @@ import jinja2
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trex_eval.benchmarks import Benchmark, assets
+from trex_eval.benchmarks.loading import spec_location
 from trex_eval.benchmarks.spec import UpstreamPromptSpec
 from trex_eval.errors import BenchmarkError, ConfigError
 from trex_eval.files import load_yaml
@@ -161,19 +162,40 @@ class PromptRenderer:
         return spec
 
     def _read_upstream(self) -> str:
+        """The upstream template's text, from the data directory.
+
+        Raises:
+            BenchmarkError: no data directory, or the template cannot be read; the hint checks the
+                data download for a shipped benchmark and names the YAML key for a user's own.
+        """
         spec = self._upstream_spec
-        if self.benchmark.data_root is None:
+        bench = self.benchmark
+        if bench.data_root is None:
             raise BenchmarkError(
-                "the t-rex prompt set needs the data directory", where=str(self.benchmark.spec_path)
+                "the t-rex prompt set needs the data directory",
+                where=str(bench.spec_path),
+                hint="pass --data-dir or set TREX_DATA_DIR (`trex-eval data where` shows where it looks)"
+                + ("" if bench.shipped else ", or choose a project prompt set, e.g. --prompt-set neutral"),
             )
-        path = Path(self.benchmark.data_root) / spec.template
+        path = Path(bench.data_root) / spec.template
         try:
             return path.read_text(encoding="utf-8")
         except OSError as exc:
+            if bench.shipped:
+                raise BenchmarkError(
+                    f"cannot read upstream template: {exc.strerror}",
+                    where=str(path),
+                    hint="run `trex-eval data verify` to check the data directory "
+                    "(`trex-eval data pull` fetches it)",
+                ) from exc
+            # A user's own benchmark: the data download does not hold its template, its YAML names it.
+            key = ("prompt", "upstream", "template")
             raise BenchmarkError(
-                f"cannot read upstream template: {exc.strerror}",
-                where=str(path),
-                hint="run `trex-eval data verify`",
+                f"cannot read upstream template {path}: {exc.strerror}",
+                where=f"{spec_location(bench.spec_path, key)}: prompt.upstream.template",
+                hint=f"prompt.upstream.template in {bench.spec_path.name} is relative to the data directory "
+                f"({bench.data_root}): put the template at {path} or fix the path, "
+                "or choose a project prompt set, e.g. --prompt-set neutral",
             ) from exc
 
     def _substitute(self, text: str, problem: Problem) -> str:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trex_eval.errors import ConfigError
-from trex_eval.targets import load_target
+from trex_eval.targets import Entry, Registry
 
 if TYPE_CHECKING:
     from trex_eval.protocols.base import ModelSource, Protocol, SummaryRow
@@ -35,39 +34,45 @@ __all__ = [
 
 DEFAULT_PROTOCOL = "default"
 
-PROTOCOLS: dict[str, str] = {
-    "default": "trex_eval.protocols.default:PROTOCOL",
-    "trex-compat": "trex_eval.protocols.trex_compat:PROTOCOL",
-    "orlm": "trex_eval.protocols.orlm:PROTOCOL",
-}
+
+def _as_protocol(value: object) -> Protocol | None:
+    # Imported here, not above: listing the names must not load the protocol machinery.
+    from trex_eval.protocols.base import Protocol
+
+    return value if isinstance(value, Protocol) else None
+
+
+PROTOCOLS: Registry[Protocol] = Registry(
+    "protocol",
+    (
+        Entry("default", "trex_eval.protocols.default:PROTOCOL"),
+        Entry("trex-compat", "trex_eval.protocols.trex_compat:PROTOCOL"),
+        Entry("orlm", "trex_eval.protocols.orlm:PROTOCOL"),
+    ),
+    accept=_as_protocol,
+    expects="a Protocol instance",
+)
 """Protocol name -> ``"module:attribute"`` of its :class:`Protocol` instance (imported on use)."""
 
 
 def register_protocol(name: str, target: str) -> None:
     """Register a protocol given as ``"module:attribute"`` (a plug-in's or a test's)."""
-    PROTOCOLS[name] = target
+    PROTOCOLS.register(name, target)
 
 
 def protocol_names() -> tuple[str, ...]:
     """The registered protocol names, in registration order."""
-    return tuple(PROTOCOLS)
+    return PROTOCOLS.names()
 
 
 def get_protocol(name: str) -> Protocol:
     """The protocol registered as ``name``.
 
     Raises:
-        ConfigError: no protocol has that name, or its target is not a :class:`Protocol`.
+        ConfigError: no protocol has that name (with the close matches), or its target is not a
+            :class:`Protocol`.
     """
-    target = PROTOCOLS.get(name)
-    if target is None:
-        raise ConfigError(f"unknown protocol {name!r}", hint=f"choose one of: {', '.join(PROTOCOLS)}")
-    from trex_eval.protocols.base import Protocol
-
-    protocol = load_target(target, what=f"protocol {name!r}")
-    if not isinstance(protocol, Protocol):
-        raise ConfigError(f"protocol {name!r}: {target} is not a Protocol instance")
-    return protocol
+    return PROTOCOLS.get(name)
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ from trex_eval.grading.diagnosis import NOT_DIAGNOSED, DiagnosisBudget, diagnose
 from trex_eval.grading.diagnosis.failures import failure_diagnosis
 from trex_eval.grading.diagnosis.structure import failed_check, structure_diagnosis
 from trex_eval.grading.objective.base import Conversion, ConvertingRule, failure_verdict
+from trex_eval.grading.objective.sign import stated_sense
 from trex_eval.protocols import Protocol, get_protocol, protocol_names
 from trex_eval.records import (
     Completion,
@@ -118,7 +119,8 @@ class EvaluationPlan:
         """
         reference = problem.reference
         if isinstance(reference, ObjectiveReference):
-            return cast(ObjectiveRule, self.rule).grade(execution, reference)  # see __post_init__
+            # see __post_init__; a stated sense signs a minimise-only solver's optimum
+            return cast(ObjectiveRule, self.rule).grade(execution, stated_sense(problem, reference))
         return self._grade_structure(
             cast(StructureRule, self.rule), problem, execution, reference_model(reference)
         )

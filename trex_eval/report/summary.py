@@ -14,6 +14,7 @@ tables print them as percentages.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -41,7 +42,7 @@ from trex_eval.report.intervals import SMALL_N, IntervalSettings, stratified_boo
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.repair_summary import RepairSummary, repair_summary
 from trex_eval.report.runs import BenchmarkResults, ProblemSamples, RunResults, arrange
-from trex_eval.store import RunManifest, RunSettings
+from trex_eval.store import REWARD_LOG_BACKEND, RunManifest, RunSettings
 
 _POWERS_OF_TWO = (2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_PROMPT_SET = "t-rex"
@@ -176,14 +177,19 @@ class RunSummary(Record):
 
 
 def summarize(
-    manifest: RunManifest, samples: Iterable[SampleRecord], *, interval: IntervalSettings | None = None
+    manifest: RunManifest,
+    samples: Iterable[SampleRecord],
+    *,
+    interval: IntervalSettings | None = None,
+    path: Path | None = None,
 ) -> RunSummary:
-    """Summary of the run ``manifest`` describes, from its graded ``samples`` (last write per key).
+    """Summary of the run ``manifest`` describes, from its graded ``samples`` (last write per key);
+    ``path``, the run directory, is named in the notes that say how to continue the run.
 
     Raises:
         StoreError: the samples do not belong to the manifest (see :func:`~trex_eval.report.runs.arrange`).
     """
-    return summarize_results(arrange(manifest, samples), interval=interval)
+    return summarize_results(arrange(manifest, samples, path=path), interval=interval)
 
 
 def summarize_results(results: RunResults, *, interval: IntervalSettings | None = None) -> RunSummary:
@@ -219,7 +225,7 @@ def summarize_results(results: RunResults, *, interval: IntervalSettings | None 
         macro_ci_high=high,
         macro_over=tuple(bench.benchmark for bench in benchmarks),
         macro_interval_method=method,
-        notes=tuple(note for bench in benchmarks for note in _notes(bench)) + _torn_notes(torn),
+        notes=tuple(note for bench in benchmarks for note in _notes(bench, results)) + _torn_notes(torn),
         definitions=dict(DEFINITIONS),
         torn_lines=torn,
     )
@@ -235,8 +241,9 @@ def _torn_notes(torn: int) -> tuple[str, ...]:
     if not torn:
         return ()
     return (
-        f"{torn} line of the completions file was cut off and skipped: its sample counts as missing "
-        "where its problem id could be read, and is left out otherwise",
+        f"{torn} line of the completions file was cut off and skipped: a sample that only it held counts "
+        "as missing (none does where earlier lines hold its problem's samples), and a problem whose id "
+        "could not be read from it is left out",
     )
 
 
@@ -420,7 +427,7 @@ def _vote(record: SampleRecord | None) -> float | None:
     return evidence.predicted
 
 
-def _notes(bench: BenchmarkSummary) -> list[str]:
+def _notes(bench: BenchmarkSummary, run: RunResults) -> list[str]:
     notes = []
     if bench.environment_failures:
         notes.append(
@@ -431,7 +438,7 @@ def _notes(bench: BenchmarkSummary) -> list[str]:
     if bench.missing_samples:
         notes.append(
             f"{bench.benchmark}: {bench.missing_samples} of {bench.problems * bench.samples_per_problem} "
-            "expected sample(s) are missing and count as failures (resume the run to fill them)"
+            f"expected sample(s) are missing and count as failures ({_why_missing(run)})"
         )
     if bench.unverified_samples:
         notes.append(
@@ -439,3 +446,20 @@ def _notes(bench: BenchmarkSummary) -> list[str]:
             "harness could not verify (verdict unverified; each reason says why); not counted as correct"
         )
     return notes
+
+
+def _why_missing(run: RunResults) -> str:
+    """Why a run's samples are missing and what fills them, by what wrote the run: a reward
+    server's epoch (filled by the trainer's rollouts, never resumed), a grade of recorded
+    completions (they hold none for those samples), else a run that stopped (resume it)."""
+    settings = run.manifest.settings
+    if settings.model.backend == REWARD_LOG_BACKEND:
+        return (
+            "rollout slots of this epoch no rollout filled: the trainer sent fewer rollouts of those "
+            f"problems than `serve --per-problem` ({settings.samples}), or the server stopped first; "
+            "an epoch is not resumed, set --per-problem to the trainer's group size to fill each epoch"
+        )
+    if settings.model.backend == "replay":
+        return "the graded completions hold none for them: grade a file or run that holds them"
+    where = run.path if run.path is not None else "RUN_DIR (this run's directory)"
+    return f"continue the run to fill them: `trex-eval run --resume {where}`"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,7 +56,12 @@ class ScorerSettings:
     ``diagnose``: say why each failing rollout failed (``grade.diagnosis``, exactly as ``run
     --diagnose`` does: the same :class:`~trex_eval.protocols.judge.SampleJudge`, reference
     programs run in the scorer's sandbox where a benchmark ships them; never changes a reward; off
-    by default, as it costs grading time that a reward alone does not need).
+    by default, as it costs grading time that a reward alone does not need); ``any_benchmark``:
+    the scope of problem keys. False (default): a key must name one of ``benchmarks`` (by the name
+    given or the benchmark's own name), else the call fails naming the key, the benchmarks served
+    and this setting; True: a key may name any other benchmark whose files are hidden already (a
+    shipped one under the data directory), loaded on first use (``trex-eval serve --any-benchmark``).
+    Inline problems are in every scope.
     """
 
     policy: str = "binary"
@@ -66,6 +72,7 @@ class ScorerSettings:
     workers: int = 2
     isolation: str = "auto"
     diagnose: bool = False
+    any_benchmark: bool = False
 
     def __post_init__(self) -> None:
         if self.isolation not in REQUESTS:
@@ -168,6 +175,9 @@ class Catalogue:
         self.hidden: tuple[Path, ...] = ()
         """Folders hidden from programs: the data directory, the pinned sources, each named benchmark's."""
         self.data_dir: Path | None = None
+        self._served: dict[str, str] = {}
+        """What a key may call a benchmark named at start-up (the name given, and the benchmark's
+        own name) -> the name it was loaded under."""
 
     @property
     def inline_rule(self) -> Rule:
@@ -186,6 +196,8 @@ class Catalogue:
             for name in self.settings.benchmarks:
                 plan, _ = self._load(name)
                 hidden.append(plan.benchmark.root)
+                self._served[name] = name
+                self._served.setdefault(plan.benchmark.name, name)
             self.hidden = tuple(dict.fromkeys(path.resolve() for path in hidden))
 
     def rules(self) -> dict[str, str]:
@@ -202,8 +214,9 @@ class Catalogue:
         """The problem ready to grade.
 
         Raises:
-            ConfigError: an unknown benchmark or problem id, or a benchmark not named at start-up
-                whose files are not hidden.
+            ConfigError: a benchmark outside the scope (not named at start-up, without
+                ``any_benchmark``; or, with it, one whose files are not hidden), or an unknown
+                benchmark or problem id.
         """
         if isinstance(problem, InlineProblem):
             label = "" if problem.value is None else repr(problem.value)
@@ -218,7 +231,10 @@ class Catalogue:
             )
             return Target(INLINE_BENCHMARK, record, self.inline_plan, problem)
         with self._lock:
-            loaded = self._plans.get(problem.benchmark)
+            served = self._served.get(problem.benchmark)
+            if served is None and not self.settings.any_benchmark:
+                raise self._out_of_scope(problem)
+            loaded = self._plans.get(served or problem.benchmark)
             if loaded is None:
                 loaded = self._load(problem.benchmark)
                 root = loaded[0].benchmark.root.resolve()
@@ -227,7 +243,7 @@ class Catalogue:
                     raise ConfigError(
                         f"benchmark '{problem.benchmark}' was not named when the scorer opened, and its "
                         f"files ({root}) are not hidden from the programs",
-                        hint="name it in ScorerSettings(benchmarks=...) (or `trex-eval serve --benchmark`)",
+                        hint="name it in ScorerSettings(benchmarks=...) (or `trex-eval serve -b`)",
                     )
         plan, problems = loaded
         found = problems.get(problem.problem_id)
@@ -238,6 +254,20 @@ class Catalogue:
                 hint=f"ids look like {examples}",
             )
         return Target(plan.benchmark.name, found, plan, problem)
+
+    def _out_of_scope(self, problem: ProblemKey) -> ConfigError:
+        """The refusal of a key naming a benchmark not served (the key's text cut short: it is
+        the client's)."""
+        key = json.dumps({"benchmark": problem.benchmark[:120], "problem_id": problem.problem_id[:120]})
+        served = ", ".join(sorted(set(self._served.values()))) or "none (inline problems only)"
+        return ConfigError(
+            f"problem key {key} names benchmark {problem.benchmark[:120]!r}, which is not served "
+            f"(served: {served})",
+            hint="name it among the served benchmarks (`trex-eval serve -b`, "
+            "ScorerSettings(benchmarks=...)), or widen the scope to every shipped benchmark "
+            "(`trex-eval serve --any-benchmark`, ScorerSettings(any_benchmark=True), "
+            "`any_benchmark: true` in verl's reward_kwargs)",
+        )
 
     def _load(self, name: str) -> tuple[EvaluationPlan, dict[str, Problem]]:
         """Load and plan benchmark ``name`` (the caller holds the lock)."""

@@ -54,10 +54,11 @@ for _byte in b"]}":
 _CHUNK = 1 << 20
 
 
-_TOO_DEEP = (
-    f"the body nests arrays and objects more than {MAX_JSON_DEPTH} deep (the server's limit, "
-    "MAX_JSON_DEPTH): send the rollouts as one flat list"
-)
+def _too_deep(what: str) -> str:
+    return (
+        f"{what} nests arrays and objects more than {MAX_JSON_DEPTH} deep (the server's limit, "
+        "MAX_JSON_DEPTH): send the rollouts as one flat list"
+    )
 
 
 class BadBody(ValueError):
@@ -128,9 +129,22 @@ class _NotFinite:
 
 
 def json_object(body: bytes | bytearray) -> dict[str, Any]:
-    """The JSON object ``body`` holds.
+    """The JSON object ``body`` holds (:func:`json_value`, which must be an object).
 
-    The body must be UTF-8 (RFC 8259 §8.1; a leading byte order mark is dropped): the nesting
+    Raises:
+        BadBody: as :func:`json_value`, or the body is not an object.
+    """
+    payload = json_value(body)
+    if not isinstance(payload, dict):
+        raise BadBody("the body must be a JSON object")
+    return payload
+
+
+def json_value(body: bytes | bytearray, *, what: str = "the body") -> Any:
+    """The JSON value ``body`` holds, under the same bounds wherever JSON text is read: a request
+    body, or JSON text inside one (a problem key sent as text; ``what`` names it in messages).
+
+    The text must be UTF-8 (RFC 8259 §8.1; a leading byte order mark is dropped): the nesting
     bound is counted on its bytes, which is exact only where every ASCII character is one byte
     of its own (``json.loads`` of bytes would also take UTF-16 and UTF-32, whose escaped quotes
     the count does not see, and recurse past the bound).
@@ -138,22 +152,22 @@ def json_object(body: bytes | bytearray) -> dict[str, Any]:
     Raises:
         BadBody: nesting deeper than :data:`MAX_JSON_DEPTH`, more values than
             :data:`MAX_JSON_VALUES`, not JSON (syntax, not UTF-8, an
-            integer of more digits than Python converts), a number that is not finite (``NaN``,
-            ``Infinity``, ``1e999``: the message names its field), or not an object.
+            integer of more digits than Python converts), or a number that is not finite
+            (``NaN``, ``Infinity``, ``1e999``: the message names its field).
     """
     # Values first: a body within their bound holds few brackets, so the depth count is cheap.
     if holds_more_values(body):
         raise BadBody(
-            f"the body holds more than {MAX_JSON_VALUES} JSON values and keys (the server's limit, "
+            f"{what} holds more than {MAX_JSON_VALUES} JSON values and keys (the server's limit, "
             "MAX_JSON_VALUES): send fewer rollouts per request"
         )
     if nests_deeper(body):
-        raise BadBody(_TOO_DEEP)
+        raise BadBody(_too_deep(what))
     try:
         # surrogatepass: as json.loads(bytes) decodes (a lone surrogate is text.py's to clean)
         text = body.decode("utf-8", "surrogatepass").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
-        raise BadBody(f"the body is not UTF-8 (JSON must be, RFC 8259 §8.1): {error}") from None
+        raise BadBody(f"{what} is not UTF-8 (JSON must be, RFC 8259 §8.1): {error}") from None
     found: list[_NotFinite] = []
 
     def constant(text: str) -> _NotFinite:
@@ -167,31 +181,30 @@ def json_object(body: bytes | bytearray) -> dict[str, Any]:
     try:
         payload = json.loads(text, parse_constant=constant, parse_float=number)
     except ValueError as error:  # JSONDecodeError, an over-long integer
-        raise BadBody(f"the body is not JSON: {error}") from None
+        raise BadBody(f"{what} is not JSON: {error}") from None
     except RecursionError:  # unreachable while nests_deeper is exact: a 400 all the same
-        raise BadBody(_TOO_DEEP) from None
+        raise BadBody(_too_deep(what)) from None
     if found:
         raise BadBody(
-            f"{_path_of(payload, found[0])}: {found[0].text[:40]} is not a finite number (JSON has no "
-            "NaN or Infinity): send a finite number"
+            f"{_path_of(payload, found[0], what)}: {found[0].text[:40]} is not a finite number (JSON "
+            "has no NaN or Infinity): send a finite number"
         )
-    if not isinstance(payload, dict):
-        raise BadBody("the body must be a JSON object")
     return payload
 
 
-def _path_of(payload: Any, target: _NotFinite) -> str:
-    """Where ``target`` sits in ``payload``: ``requests[0].problem.value``, or ``the body``."""
+def _path_of(payload: Any, target: _NotFinite, what: str) -> str:
+    """Where ``target`` sits in ``payload``: ``requests[0].problem.value``, or ``what`` (the
+    whole text)."""
     stack: list[tuple[Any, str]] = [(payload, "")]
     while stack:
         value, path = stack.pop()
         if value is target:
-            return path or "the body"
+            return path or what
         if isinstance(value, dict):
             stack.extend((item, f"{path}.{key}" if path else str(key)) for key, item in value.items())
         elif isinstance(value, list):
             stack.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
-    return "the body"
+    return what
 
 
 class BodyBudget:

@@ -17,16 +17,17 @@ as feasible: under ``staged`` it earns what running earns. Stages other than ``c
 ever describe what the harness saw, never what the program printed.
 
 Adding a policy: a class with ``name``, ``version``, ``spec``, ``description``, ``verify_wrong``
-and ``pay`` in a module, and one line in :data:`POLICIES`.
+and ``pay`` in a module, an instance of it, and one line in :data:`POLICIES` naming that instance
+and its version (a plug-in: ``POLICIES.register(name, "module:INSTANCE", version="1")``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from trex_eval.errors import ConfigError
 from trex_eval.records import ExecStatus, Execution, Program, SolveStatus, Verdict
+from trex_eval.targets import Entry, Registry
 
 STAGES = ("no_code", "format", "executes", "feasible", "correct")
 """The stages a rollout can reach, in order (``RewardRecord.stage``)."""
@@ -35,8 +36,9 @@ _RAN = frozenset({ExecStatus.OK, ExecStatus.NO_SOLVE})
 """Execution statuses of a program that ran to its end without an error (solving or not)."""
 
 
+@runtime_checkable
 class RewardPolicy(Protocol):
-    """Turns a rollout's grade into its reward."""
+    """Turns a rollout's grade into its reward (a registry entry's target is checked to be one)."""
 
     @property
     def name(self) -> str: ...
@@ -123,23 +125,33 @@ class Staged(_Versioned):
         return dict(self.paid)[stage], stage
 
 
-POLICIES: dict[str, RewardPolicy] = {"binary": Binary(), "staged": Staged()}
+BINARY = Binary()
+STAGED = Staged()
+
+
+def _as_policy(value: object) -> RewardPolicy | None:
+    return value if isinstance(value, RewardPolicy) else None
+
+
+POLICIES: Registry[RewardPolicy] = Registry(
+    "reward policy",
+    (
+        Entry("binary", "trex_eval.reward.policy:BINARY", BINARY.description, version="1"),
+        Entry("staged", "trex_eval.reward.policy:STAGED", STAGED.description, version="1"),
+    ),
+    accept=_as_policy,
+    expects="a RewardPolicy instance",
+    versioned=True,
+    version_of=lambda policy: str(policy.version),
+)
+"""Policy name -> ``"module:attribute"`` of a :class:`RewardPolicy` instance at its version."""
 
 
 def get_policy(spec: str) -> RewardPolicy:
     """The policy ``spec`` names (``binary``, ``staged@1``, ...).
 
     Raises:
-        ConfigError: an unknown name, or a version other than the implemented one.
+        ConfigError: an unknown name (with the close matches), or a version other than the
+            implemented one.
     """
-    name, _, version = spec.partition("@")
-    policy = POLICIES.get(name.strip())
-    if policy is None:
-        raise ConfigError(f"unknown reward policy '{spec}'", hint=f"choose one of: {', '.join(POLICIES)}")
-    if version and version.strip() != str(policy.version):
-        raise ConfigError(
-            f"reward policy '{spec}' asks for version {version.strip()}, this install implements "
-            f"{policy.spec}",
-            hint="install the trex-eval version that implements it, or name the policy without a version",
-        )
-    return policy
+    return POLICIES.get(spec.strip())

@@ -1,9 +1,12 @@
 """Reading the problem a trainer's dataset row points at, in the forms the adapters receive.
 
 A training dataset exported by ``trex-eval export-rl`` carries the key of each row's problem as
-JSON (``{"benchmark": ..., "problem_id": ...}``) in a ``reward key`` column; a hand-made dataset
-may instead carry ``benchmark`` and ``problem_id`` columns, or a reference value for an inline
-problem. Pure: no I/O.
+JSON text (``{"benchmark": ..., "problem_id": ...}``): in its ``trex_problem`` column (``trl``
+layout), and in ``reward_model.ground_truth`` and ``extra_info.trex_problem`` (``verl`` layout),
+beside ``benchmark`` and ``problem_id`` columns (``trl``). A hand-made dataset may carry the key as
+a mapping, or a reference value for an inline problem. :func:`problem_from` reads every one of
+these forms, and so every entry point does (the adapters, ``/v1/score``, ``/get_reward``). Pure:
+no I/O.
 """
 
 from __future__ import annotations
@@ -18,12 +21,41 @@ from trex_eval.errors import ConfigError
 from trex_eval.reward.client import REWARD_KEY, RowsError, completion_text, row_problems
 from trex_eval.reward.records import InlineProblem, ProblemKey
 
-__all__ = ["REWARD_KEY", "completion_text", "problem_from", "problems_from_columns"]
+__all__ = [
+    "KEY_HOLDERS",
+    "REWARD_KEY",
+    "completion_text",
+    "problem_from",
+    "problem_named",
+    "problems_from_columns",
+]
+
+
+KEY_HOLDERS = (REWARD_KEY, "ground_truth")
+"""The fields of ``export-rl``'s ``verl`` columns that hold the key: ``extra_info`` holds it in
+``trex_problem``, ``reward_model`` in ``ground_truth``. Either mapping, given whole, names the
+problem its field names."""
 
 
 def problem_from(value: Any, *, where: str) -> ProblemKey | InlineProblem:
     """The problem ``value`` names: a :class:`ProblemKey` or :class:`InlineProblem`, a mapping or
-    JSON text of one, or a bare number (an inline problem whose optimum is that number).
+    JSON text of one, a bare number (an inline problem whose optimum is that number), or a verl
+    column holding one of these (a mapping with a :data:`KEY_HOLDERS` field and no ``benchmark``:
+    ``extra_info``, ``reward_model``; one level only).
+
+    Raises:
+        ConfigError: ``value`` names no problem (``where`` says which column or field held it).
+    """
+    if isinstance(value, Mapping) and "benchmark" not in value:
+        holder = next((field for field in KEY_HOLDERS if field in value), None)
+        if holder is not None:
+            return problem_named(value[holder], where=f"{where}.{holder}")
+    return problem_named(value, where=where)
+
+
+def problem_named(value: Any, *, where: str) -> ProblemKey | InlineProblem:
+    """:func:`problem_from` of a value that is not a verl column (a mapping holding a
+    :data:`KEY_HOLDERS` field is an inline problem with an unknown field here).
 
     Raises:
         ConfigError: ``value`` names no problem (``where`` says which column or field held it).

@@ -8,9 +8,10 @@ rule; every pass re-derived by the harness's own re-solve), then pays it by a na
 and :meth:`ascore` from any event loop; a batch's rollouts run concurrently on the pool's lanes.
 
 Programs never see the answers: the data directory, the pinned source repositories and the
-folder of every benchmark named at start-up are hidden from the sandbox. A problem key naming a
-benchmark that was not named at start-up is loaded on first use only when its files lie in a
-hidden folder already (a shipped benchmark); otherwise the call fails and says to name it.
+folder of every benchmark named at start-up are hidden from the sandbox. A problem key must name
+one of those benchmarks, else the call fails naming the key and the benchmarks served; with
+``ScorerSettings(any_benchmark=True)`` another benchmark is loaded on first use when its files lie
+in a hidden folder already (a shipped benchmark), and refused otherwise.
 """
 
 from __future__ import annotations

@@ -6,13 +6,17 @@
 ``POST /get_reward``        OpenRLHF's remote reward model: ``{"query": [...], "prompts": [...],
                             "labels": [...]}`` -> ``{"rewards": [...], "scores": [...],
                             "extra_logs": {"correct": [...], "graded": [...]}}`` (a rollout not
-                            graded: reward 0.0, graded 0.0); each label names the problem
-                            (:func:`~.problems.problem_from`), the completion is the query with
-                            its prompt taken off the front
+                            graded: reward 0.0, graded 0.0); each label names the problem, the
+                            completion is the query with its prompt taken off the front
 ``GET /health``             ``{"status": "ok" | "draining", "version", "pending", ...}``: what an
                             operator checks (:func:`health_view`), no path, command line or host
 ``GET /metrics``            Prometheus text
 ==========================  ===================================================================
+
+A ``problem`` (``/v1/score``) and a label (``/get_reward``) take every form of a key that
+``trex-eval export-rl`` writes, as an object or as JSON text (:mod:`.endpoints`); a key naming a
+benchmark the server does not serve is a 400 naming the key, the benchmarks served and
+``--any-benchmark`` (:class:`~.catalogue.ScorerSettings`).
 
 Answers: 200; 400 for a body that names no valid rollout, is not JSON, nests deeper than
 :data:`~.intake.MAX_JSON_DEPTH` or holds a number that is not finite (the message says which field);
@@ -22,8 +26,9 @@ Answers: 200; 400 for a body that names no valid rollout, is not JSON, nests dee
 draining, for a body that would pass the server-wide body budget, and for a connection over
 ``max_connections`` while every open one has a request in progress (:class:`~.intake.Connections`).
 A connection waiting longer than ``idle_timeout_s`` for its next request is closed. SIGTERM or
-SIGINT drains: nothing new is admitted, requests in the house are answered, then the server stops
-(the sandbox pool with it).
+SIGINT drains: nothing new is admitted, requests in the house are answered (a second signal stops
+at once), every connection is closed, then the server stops, the sandbox pool with it
+(:mod:`.shutdown`).
 """
 
 from __future__ import annotations
@@ -36,10 +41,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import h11
-from pydantic import ValidationError
 
 from trex_eval._version import __version__
-from trex_eval.errors import ConfigError, TrexError
+from trex_eval.errors import TrexError
+from trex_eval.reward.endpoints import (
+    HttpError,
+    Reply,
+    json_reply,
+    openrlhf_answer,
+    openrlhf_requests,
+    score_requests,
+)
 from trex_eval.reward.intake import (
     BadBody,
     BodyBudget,
@@ -52,13 +64,11 @@ from trex_eval.reward.intake import (
     raw_answer,
     receive,
 )
-from trex_eval.reward.problems import problem_from
 from trex_eval.reward.records import RewardRecord, RewardRequest
 from trex_eval.reward.service import Busy, Draining, RewardService, health_view
+from trex_eval.reward.shutdown import CLOSE_GRACE_S, Shutdown, Stopped
 
 CLIENT_CHECK_S = 0.5  # seconds between a graded request's looks at whether its client is still there
-DRAIN_TIMEOUT_S = 900.0
-"""How long a draining server waits for the rollouts in the house before it stops anyway."""
 
 RETRY_AFTER_S = 1
 """The ``Retry-After`` of a refusal for load (a full house, the body budget, the connection cap)."""
@@ -73,35 +83,6 @@ MAX_HEAD_BYTES = 16 << 10
 MAX_LINGERING = 64
 """Refused connections over the cap lingering at once, at most; more are closed at once (a flood
 of them must not hold the descriptors the cap keeps free)."""
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    body: bytes
-    content_type: str = "application/json"
-    headers: tuple[tuple[str, str], ...] = ()
-
-
-class HttpError(Exception):
-    """A refusal: ``status``, the message the client reads, extra headers, and the outcome it is
-    counted under in the metrics (default: by status)."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        headers: tuple[tuple[str, str], ...] = (),
-        outcome: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers
-        self.outcome = outcome or {429: "busy", 503: "draining"}.get(status, f"http_{status}")
-
-
-def _json(status: int, payload: object, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
-    return Reply(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"), headers=headers)
 
 
 @dataclass(frozen=True)
@@ -120,7 +101,9 @@ class RewardServer:
     def __init__(self, service: RewardService, *, host: str = "127.0.0.1", port: int = 8000) -> None:
         self.service, self.host, self.port = service, host, port
         self._server: asyncio.Server | None = None
-        self._stopped = asyncio.Event()
+        self._shutdown = Shutdown(service, service.report)
+        self._handlers: dict[asyncio.Task[None], asyncio.BaseTransport] = {}
+        """Each connection's handler, and its transport (the shutdown closes both)."""
         self._connections = Connections(service.limits.max_connections)
         self._bodies = BodyBudget(service.limits.body_budget_bytes)
         self._lingering = 0
@@ -131,29 +114,62 @@ class RewardServer:
         self._server = await asyncio.start_server(self._connection, self.host, self.port, limit=1 << 20)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    async def serve_until_stopped(self, *, on_signal: Callable[[str], None] | None = None) -> None:
-        """Serve until SIGTERM/SIGINT (or :meth:`stop`), then drain and close."""
+    async def serve_until_stopped(self, *, on_signal: Callable[[str], None] | None = None) -> Stopped:
+        """Serve until SIGTERM/SIGINT (or :meth:`stop`), then drain, close every connection and
+        stop listening (:mod:`.shutdown`: a second signal cuts the drain short). ``on_signal``
+        hears each step (default: the service's report, stderr)."""
         loop = asyncio.get_running_loop()
+        shutdown = self._shutdown
+        shutdown.report = on_signal or self.service.report
         for number in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(number, self._on_signal, number, on_signal)
-        await self._stopped.wait()
-        await self.service.wait_idle(DRAIN_TIMEOUT_S)
+            loop.add_signal_handler(number, shutdown.on_signal, number)
+        stopped = await shutdown.drain()
         if self._server is not None:
-            self._server.close()
+            self._server.close()  # no new connection from here on
+        await self._close_connections(grace_s=CLOSE_GRACE_S if stopped.clean else 0.0)
+        if self._server is not None:
             await self._server.wait_closed()
+        return stopped
 
     def stop(self) -> None:
-        self.service.drain()
-        self._stopped.set()
+        """Stop admitting and let :meth:`serve_until_stopped` drain and return."""
+        self._shutdown.request()
 
-    def _on_signal(self, number: int, report: Callable[[str], None] | None) -> None:
-        if report is not None:
-            report(f"{signal.Signals(number).name}: draining {self.service.pending} rollouts; admitting none")
-        self.stop()
+    async def _close_connections(self, *, grace_s: float) -> None:
+        """Close the idle connections at once, give the others ``grace_s`` to finish their
+        answer, then cut them; return when every connection's handler has ended.
+
+        Cut, not cancelled: a handler whose transport is gone ends within :data:`CLIENT_CHECK_S`
+        (a handler task cancelled under it is reported by asyncio 3.11 with a traceback)."""
+        for slot in list(self._connections.open):
+            if slot.idle_since is not None:
+                slot.transport.close()
+        late = await self._handlers_left(grace_s)
+        if late:
+            for task in late:
+                transport = self._handlers.get(task)
+                if isinstance(transport, asyncio.WriteTransport):
+                    transport.abort()
+            late = await self._handlers_left(2 * CLIENT_CHECK_S)
+        for task in late:  # still there with its transport cut: the last resort
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+
+    async def _handlers_left(self, timeout_s: float) -> set[asyncio.Task[None]]:
+        """The connection handlers still running after ``timeout_s`` at most."""
+        handlers = set(self._handlers)
+        if not handlers:
+            return set()
+        _, late = await asyncio.wait(handlers, timeout=timeout_s)
+        return late
 
     # ------------------------------------------------------------------ HTTP
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:  # the shutdown waits for it (and cuts it past the grace)
+            self._handlers[task] = writer.transport
+            task.add_done_callback(lambda done: self._handlers.pop(done, None))
         slot = self._connections.admit(writer.transport)
         if slot is None:
             await self._refuse_connection(reader, writer)
@@ -311,7 +327,7 @@ class RewardServer:
         """Answer ``error`` outside h11's state (there may be no request read), then stop
         sending; with ``linger``, drop what the client still sends for :data:`LINGER_S`."""
         self.service.count(error.outcome)
-        reply = _json(error.status, {"error": error.message}, error.headers)
+        reply = json_reply(error.status, {"error": error.message}, error.headers)
         try:
             writer.write(raw_answer(error.status, reply.body, reply.headers))
             if not await self._drain(writer) or not linger:
@@ -384,15 +400,15 @@ class RewardServer:
             return reply
         except HttpError as error:
             self.service.count(error.outcome)
-            return _json(error.status, {"error": error.message}, error.headers)
+            return json_reply(error.status, {"error": error.message}, error.headers)
         except Exception as error:  # the harness's failure: answered, logged, and the server stays up
             self.service.count("http_500")
             self.service.report(f"{method} {path}: {type(error).__name__}: {error}")
-            return _json(500, {"error": f"harness failure: {type(error).__name__}: {error}"[:2000]})
+            return json_reply(500, {"error": f"harness failure: {type(error).__name__}: {error}"[:2000]})
 
     async def _health(self, _: bytearray) -> Reply:
         status = "draining" if self.service.draining else "ok"
-        return _json(
+        return json_reply(
             200,
             {
                 "status": status,
@@ -409,59 +425,16 @@ class RewardServer:
 
     async def _score(self, body: bytearray) -> Reply:
         payload = _payload(body)
-        items = payload.get("requests")
-        if not isinstance(items, list):
-            raise HttpError(400, 'the body needs "requests": a list of {"problem", "completion"}')
-        if len(items) > self.service.limits.max_batch:  # before validating them all: a retry never fits
-            raise HttpError(
-                413,
-                f"{len(items)} rollouts in one request, over the server's --max-batch of "
-                f"{self.service.limits.max_batch}: send them in smaller requests",
-            )
-        requests = []
-        for index, item in enumerate(items):
-            try:
-                requests.append(RewardRequest.model_validate(item))
-            except ValidationError as error:
-                first = error.errors()[0]
-                field = ".".join(str(part) for part in first["loc"])
-                raise HttpError(400, f"requests[{index}].{field}: {first['msg']}") from None
+        requests = score_requests(payload, max_batch=self.service.limits.max_batch)
         records, elapsed = await self._run(requests, payload.get("deadline_s"))
-        return _json(200, {"records": [r.model_dump(mode="json") for r in records], "elapsed_s": elapsed})
+        return json_reply(
+            200, {"records": [r.model_dump(mode="json") for r in records], "elapsed_s": elapsed}
+        )
 
     async def _openrlhf(self, body: bytearray) -> Reply:
         payload = _payload(body)
-        queries, prompts, labels = payload.get("query"), payload.get("prompts"), payload.get("labels")
-        if not isinstance(queries, list) or not isinstance(labels, list) or len(labels) != len(queries):
-            raise HttpError(
-                400, 'the body needs "query" and "labels", lists of one length (each label names the problem)'
-            )
-        if prompts is not None and (not isinstance(prompts, list) or len(prompts) != len(queries)):
-            raise HttpError(400, '"prompts", when given, must be a list as long as "query"')
-        requests = []
-        for index, (query, label) in enumerate(zip(queries, labels, strict=True)):
-            prompt = prompts[index] if prompts is not None else ""
-            text = str(query)
-            completion = text[len(prompt) :] if isinstance(prompt, str) and text.startswith(prompt) else text
-            try:
-                problem = problem_from(label, where=f"labels[{index}]")
-            except ConfigError as error:
-                raise HttpError(400, str(error)) from None
-            requests.append(
-                RewardRequest(
-                    problem=problem, completion=completion, prompt=prompt if isinstance(prompt, str) else ""
-                )
-            )
-        records, _ = await self._run(requests, payload.get("deadline_s"))
-        # OpenRLHF makes a tensor of the rewards: a rollout with no reward is paid 0.0 there,
-        # and "graded" 0.0 in its extra logs says which.
-        rewards = [0.0 if r.reward is None else r.reward for r in records]
-        correct = [1.0 if r.verdict.value == "correct" else 0.0 for r in records]
-        graded = [0.0 if r.reward is None else 1.0 for r in records]
-        return _json(
-            200,
-            {"rewards": rewards, "scores": rewards, "extra_logs": {"correct": correct, "graded": graded}},
-        )
+        records, _ = await self._run(openrlhf_requests(payload), payload.get("deadline_s"))
+        return json_reply(200, openrlhf_answer(records))
 
     async def _run(self, requests: list[RewardRequest], deadline: Any) -> tuple[list[RewardRecord], float]:
         limit = self.service.limits.deadline_s

@@ -38,7 +38,7 @@ from trex_eval.records import (
 from trex_eval.report.published import PUBLISHED_DIR
 from trex_eval.report.runs import natural_key
 from trex_eval.run import pipeline as runner
-from trex_eval.run.spec import RunOptions, RunSpec, model_for_protocol
+from trex_eval.run.spec import RayOptions, RunOptions, RunSpec, model_for_protocol
 from trex_eval.sandbox import SandboxLimits
 
 AUDIT_CSV = "audit.csv"
@@ -89,13 +89,16 @@ def audit(
     results_dir: Path = Path("results"),
     out: Path | None = None,
     publish: bool = False,
+    limit: int | None = None,
+    ray: RayOptions | None = None,
 ) -> AuditResult:
     """Run the audit into a fresh run directory (``out``, default
     ``results_dir/audit-<tag>-<stamp>``) and write ``audit.csv`` and ``audit.md`` there.
 
     ``csv_path`` also writes the CSV to that path; ``publish`` also writes it to
     ``results_dir/published/audit-<tag>.csv`` (the committed audits). ``tag`` is the rules, else
-    the protocol, plus ``-gurobi-<policy>`` when it is not ``auto``.
+    the protocol, plus ``-gurobi-<policy>`` when it is not ``auto``. ``limit`` audits only the
+    first N problems of each benchmark; ``ray`` grades on a Ray actor pool (the same verdicts).
 
     Raises:
         StoreError: ``out`` already holds a run (an audit never resumes: it would report old grades).
@@ -119,10 +122,21 @@ def audit(
     )
     model, _ = model_for_protocol(reference, protocol)
     spec = RunSpec(
-        model=model, benchmarks=names, protocol=protocol, rules=rules, gurobi=gurobi, limits=limits
+        model=model,
+        benchmarks=names,
+        protocol=protocol,
+        rules=rules,
+        gurobi=gurobi,
+        limits=limits,
+        limit=limit,
     )
     options = RunOptions(
-        data_dir=data_dir, out=run_dir, workers=workers, show_progress=show_progress, keep_records=True
+        data_dir=data_dir,
+        out=run_dir,
+        workers=workers,
+        show_progress=show_progress,
+        keep_records=True,
+        ray=ray,
     )
     result = runner.run(spec, options)
     order = {name: i for i, name in enumerate(names)}

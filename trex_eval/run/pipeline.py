@@ -206,7 +206,7 @@ def _finish(session: Session) -> RunResult:
     manifest = manifest.model_copy(update=update)
     store.write_manifest(manifest)
     records = list(session.kept.values()) if session.kept is not None else list(store.iter_samples())
-    summary = summarize(manifest, records)
+    summary = summarize(manifest, records, path=store.root)
     store.write_summary(summary_json(summary), render_summary_markdown(summary))
     return RunResult(
         store.root,

@@ -8,11 +8,13 @@ queued for the sandbox, a server loading its model) is printed all the same by t
 (:meth:`RunProgress.heartbeat`), ending with what the run is waiting on, as the waiting code
 reported it to the run's :class:`~trex_eval.waits.WaitBoard`::
 
-    nl4opt: graded 0/289 · generated 0 · correct 0 · pass@1 so far - · 1m16s · waiting on: a
+    nl4opt: graded 0/289 · 0 generated this session · correct 0 · pass@1 so far - · 1m16s · waiting on: a
     model reply from http://127.0.0.1:8000/v1 ×8 (oldest 1m15s); a free request slot (option
     concurrency) ×281 (oldest 1m16s)
 
-(one line in the log: wrapped here).
+(one line in the log: wrapped here). ``graded`` counts every sample the run directory holds a grade
+of, a resumed run's earlier sessions included; ``generated this session`` only the model's answers
+this process asked for (a resumed run grades the answers stored earlier without asking again).
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ class RunProgress:
         self._lines = threading.Lock()
         self._samples_started = False
         counts = TextColumn(
-            "graded {task.completed:.0f}/{task.total:.0f} · generated {task.fields[generated]} "
+            "graded {task.completed:.0f}/{task.total:.0f} · {task.fields[generated]} generated this session "
             "· correct {task.fields[correct]} · pass@1 so far {task.fields[rate]}"
         )
         # The counts are what matters; bar and times only where the line still fits.
@@ -142,10 +144,10 @@ class RunProgress:
         self._console.print(text, highlight=False, markup=False, soft_wrap=True)
 
     def restore(self, name: str, *, done: int, passed: int) -> None:
-        """Account for samples graded before a resume."""
+        """Account for samples graded before a resume (in the graded and correct counts; none was
+        generated this session)."""
         self._done[name] += done
         self._passed[name] += passed
-        self._generated[name] += done
         self._update(name)
 
     def generated(self, name: str) -> None:
@@ -158,13 +160,13 @@ class RunProgress:
         self._update(name)
 
     def line(self, name: str) -> str:
-        """The plain progress line of one benchmark, e.g. ``nl4opt: graded 120/289 · generated
-        130 · correct 100 · pass@1 so far 83.3% · 1m02s``."""
+        """The plain progress line of one benchmark, e.g. ``nl4opt: graded 120/289 · 130 generated
+        this session · correct 100 · pass@1 so far 83.3% · 1m02s``."""
         done = self._done[name]
         elapsed = int(self._clock() - self._started)
         return (
-            f"{self._titles[name]}: graded {done}/{self._totals[name]} · generated {self._generated[name]} "
-            f"· correct {self._passed[name]} · pass@1 so far {self._rate(name)} "
+            f"{self._titles[name]}: graded {done}/{self._totals[name]} · {self._generated[name]} generated "
+            f"this session · correct {self._passed[name]} · pass@1 so far {self._rate(name)} "
             f"· {elapsed // 60}m{elapsed % 60:02d}s"
         )
 

@@ -22,12 +22,13 @@ import itertools
 import re
 import secrets
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from trex_eval.backends.base import BackendSpec
-from trex_eval.backends.replay import ReplayOptions, load_index
-from trex_eval.benchmarks import load_benchmark
+from trex_eval.backends.replay import ReplayIndex, ReplayKey, ReplayOptions, load_index
+from trex_eval.benchmarks import Benchmark, load_benchmark
 from trex_eval.errors import ConfigError
 from trex_eval.grading import get_rule
 from trex_eval.protocols import DEFAULT_PROTOCOL
@@ -109,13 +110,12 @@ def plan_regrade(
             its own rules (no ``rules``, same protocol) recorded a rule version this trex-eval no
             longer implements.
     """
-    stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
     is_run = (source / MANIFEST).is_file()
-    default_out = (
-        Path("results")
-        / f"{_slug(source.name if is_run else source.stem)}-{'re' if is_run else ''}grade-{stamp}"
-    )
-    root = out or default_out
+    root = out or _default_out(source, is_run=is_run)
+    if is_run:
+        graded = _graded_run(source, protocol=protocol, rules=rules, limits=limits)
+    else:
+        graded = _graded_file(source, data_dir=data_dir, protocol=protocol, fields=fields, limits=limits)
     options = RunOptions(
         data_dir=data_dir,
         out=root,
@@ -123,50 +123,104 @@ def plan_regrade(
         command=command,
         show_progress=show_progress,
         diagnose=diagnose,
+        reuse_executions=graded.reuse_executions,
     )
+    return Regrade(
+        _passes(graded, rules=rules, options=options, root=root), root, graded.notes, graded.protocol_line
+    )
+
+
+@dataclass(frozen=True)
+class _Graded:
+    """What a re-grade grades, whatever its source: the spec of each rule combination
+    (``spec_for``), the notes to print, the protocol line (run directories only) and the run
+    directory whose stored executions are reused (``None``: the programs run)."""
+
+    spec_for: Callable[[tuple[str, ...]], RunSpec]
     notes: tuple[str, ...] = ()
-    protocol_line = None
-    if is_run:
-        settings = RunStore(source).read_manifest().settings
-        if settings.model.backend == REWARD_LOG_BACKEND:
-            raise ConfigError(
-                f"{source} is a reward log (`trex-eval serve --out`): its prompts are the trainer's, "
-                "which grading again cannot render",
-                hint="read it with leaderboard, compare or report; for a diagnosis of each failing "
-                "rollout, serve with --diagnose",
-            )
-        protocol_line = _protocol_line(protocol, settings.protocol)
-        protocol = protocol or settings.protocol
-        if not rules and protocol == settings.protocol:
-            _check_recorded_rules(source, settings)
-        model = _replay_of_run(source, settings)
-        options = replace(options, reuse_executions=source)
-        texts = (line.completion.text for line in RunStore(source).iter_completions() if line.completion.text)
-        notes = tuple(missing_library_notes((), texts))
+    protocol_line: str | None = None
+    reuse_executions: Path | None = None
 
-        def spec_for(combo: tuple[str, ...]) -> RunSpec:
-            spec = RunSpec.from_settings(settings, model=model, protocol=protocol, rules=combo)
-            return spec if limits is None else replace(spec, limits=limits)
-    else:
-        base, notes = _completions_spec(
-            source, data_dir=data_dir, protocol=protocol or DEFAULT_PROTOCOL, fields=fields
+
+def _default_out(source: Path, *, is_run: bool) -> Path:
+    """``results/<run directory>-regrade-<time>`` or ``results/<file stem>-grade-<time>``, with
+    random digits so that two re-grades in one second do not share a directory."""
+    stamp = f"{dt.datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    name = _slug(source.name if is_run else source.stem)
+    return Path("results") / f"{name}-{'re' if is_run else ''}grade-{stamp}"
+
+
+def _graded_run(
+    source: Path, *, protocol: str | None, rules: tuple[str, ...], limits: SandboxLimits | None
+) -> _Graded:
+    """A run directory's re-grade: its own settings replayed, its stored executions reused.
+
+    Raises:
+        ConfigError: ``source`` is a reward log; it is re-graded under its own rules and recorded
+            a rule version this trex-eval no longer implements.
+    """
+    settings = RunStore(source).read_manifest().settings
+    if settings.model.backend == REWARD_LOG_BACKEND:
+        raise ConfigError(
+            f"{source} is a reward log (`trex-eval serve --out`): its prompts are the trainer's, "
+            "which grading again cannot render",
+            hint="read it with leaderboard, compare or report; for a diagnosis of each failing "
+            "rollout, serve with --diagnose",
         )
-        base = base if limits is None else replace(base, limits=limits)
+    chosen = protocol or settings.protocol
+    if not rules and chosen == settings.protocol:
+        _check_recorded_rules(source, settings)
+    model = _replay_of_run(source, settings)
+    texts = (line.completion.text for line in RunStore(source).iter_completions() if line.completion.text)
 
-        def spec_for(combo: tuple[str, ...]) -> RunSpec:
-            return replace(base, rules=combo)
+    def spec_for(combo: tuple[str, ...]) -> RunSpec:
+        spec = RunSpec.from_settings(settings, model=model, protocol=chosen, rules=combo)
+        return spec if limits is None else replace(spec, limits=limits)
 
+    return _Graded(
+        spec_for=spec_for,
+        notes=tuple(missing_library_notes((), texts)),
+        protocol_line=_protocol_line(protocol, settings.protocol),
+        reuse_executions=source,
+    )
+
+
+def _graded_file(
+    source: Path,
+    *,
+    data_dir: Path | None,
+    protocol: str | None,
+    fields: CompletionFields,
+    limits: SandboxLimits | None,
+) -> _Graded:
+    """A completions file's grade under ``protocol`` (``None``: the default protocol); its
+    programs run (:func:`_completions_spec` raises what it refuses)."""
+    base, notes = _completions_spec(
+        source, data_dir=data_dir, protocol=protocol or DEFAULT_PROTOCOL, fields=fields
+    )
+    base = base if limits is None else replace(base, limits=limits)
+    return _Graded(spec_for=lambda combo: replace(base, rules=combo), notes=notes)
+
+
+def _passes(
+    graded: _Graded, *, rules: tuple[str, ...], options: RunOptions, root: Path
+) -> tuple[tuple[RunSpec, RunOptions], ...]:
+    """One pass per rule combination (:func:`_rule_combinations`); with several, each writes to
+    ``root/<rule specs>`` and reuses executions: a re-graded run's serve every pass, a completions
+    file's programs run in the first pass, whose executions the others grade.
+
+    Raises:
+        ConfigError: an unknown rule.
+    """
     combos = _rule_combinations(rules) or [()]
     if len(combos) == 1:
-        return Regrade(((spec_for(combos[0]), options),), root, notes, protocol_line)
+        return ((graded.spec_for(combos[0]), options),)
     passes: list[tuple[RunSpec, RunOptions]] = []
     for combo in combos:
-        # A re-graded run's executions serve every pass; a completions file's programs run in the
-        # first pass, whose executions the others grade.
         reuse = options.reuse_executions or (passes[0][1].out if passes else None)
         name = _slug("+".join(get_rule(rule).spec for rule in combo))
-        passes.append((spec_for(combo), replace(options, out=root / name, reuse_executions=reuse)))
-    return Regrade(tuple(passes), root, notes, protocol_line)
+        passes.append((graded.spec_for(combo), replace(options, out=root / name, reuse_executions=reuse)))
+    return tuple(passes)
 
 
 def _protocol_line(asked: str | None, recorded: str) -> str:
@@ -229,6 +283,38 @@ def _replay_of_run(source: Path, settings: RunSettings) -> BackendSpec:
 def _completions_spec(
     source: Path, *, data_dir: Path | None, protocol: str, fields: CompletionFields
 ) -> tuple[RunSpec, tuple[str, ...]]:
+    """The spec that grades the completions file ``source`` under ``protocol`` on the problems it
+    holds (``fields.all_problems``: on every problem of the benchmark), and the notes on what of
+    the file is left out, repeated or unknown.
+
+    Raises:
+        ConfigError: ``source`` is not a file; no ``--benchmark``; ``--samples`` below 1; the file
+            cannot be read, holds no record or none of its ids is a problem of the benchmark.
+    """
+    benchmark = _benchmark_named(source, fields)
+    index = load_index(
+        source,
+        ReplayOptions(
+            path=str(source),
+            id_field=fields.id_field,
+            text_field=fields.code_field or fields.text_field,
+            allow_torn=fields.allow_torn,
+        ),
+    )
+    selection = _select_problems(source, index, load_benchmark(benchmark, data_dir=data_dir))
+    notes = _coverage_notes(source, selection, all_problems=fields.all_problems)
+    notes += _record_notes(source, index, selection, samples=fields.samples)
+    spec = _file_run_spec(source, benchmark, fields=fields, protocol=protocol, selected=selection.selected)
+    return spec, tuple(notes)
+
+
+def _benchmark_named(source: Path, fields: CompletionFields) -> str:
+    """The benchmark a completions file is graded on, once what no file can be graded with is
+    refused.
+
+    Raises:
+        ConfigError: ``source`` is not a file, no benchmark is named, ``samples`` is below 1.
+    """
     if not source.is_file():
         raise ConfigError(f"{source} is neither a run directory nor a completions file")
     if fields.benchmark is None:
@@ -238,24 +324,42 @@ def _completions_spec(
         )
     if fields.samples < 1:
         raise ConfigError("--samples must be at least 1")
-    text_field = fields.code_field or fields.text_field
-    index = load_index(
-        source,
-        ReplayOptions(
-            path=str(source), id_field=fields.id_field, text_field=text_field, allow_torn=fields.allow_torn
-        ),
-    )
-    bench = load_benchmark(fields.benchmark, data_dir=data_dir)
-    ids = [problem.id for problem in bench.problems]
+    return fields.benchmark
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """Which problems of ``benchmark`` a completions file is graded on. ``ids`` are the
+    benchmark's problems in order, ``selected`` those the file holds (a torn last line's problem
+    included: cutting a wrong answer off must not raise the score), ``unknown`` the file's ids
+    that are no problem of it, ``scoped`` the file's keys for it,
+    ``other_benchmarks`` the number of records for other benchmarks and ``skipped_torn_line``
+    whether the file's cut-off last line was skipped."""
+
+    benchmark: str
+    ids: tuple[str, ...]
+    selected: tuple[str, ...]
+    unknown: tuple[str, ...]
+    torn: str | None
+    scoped: tuple[ReplayKey, ...]
+    other_benchmarks: int
+    skipped_torn_line: bool
+
+
+def _select_problems(source: Path, index: ReplayIndex, bench: Benchmark) -> _Selection:
+    """The problems of ``bench`` that ``index`` (read from ``source``) is graded on.
+
+    Raises:
+        ConfigError: the file holds no completion record, or none of its ids is a problem of
+            ``bench``.
+    """
+    ids = tuple(problem.id for problem in bench.problems)
     known = set(ids)
-    scoped = [key for key in index.completions if key[0] in (None, bench.name)]
-    other_benchmarks = len(index.completions) - len(scoped)
-    present = {problem_id for _, problem_id, _ in scoped}
-    unknown = sorted(present - known)
-    # A torn last line's problem stays in the denominator: cutting a wrong answer off must not
-    # raise the score.
+    scoped = tuple(key for key in index.completions if key[0] in (None, bench.name))
+    present = frozenset(problem_id for _, problem_id, _ in scoped)
     torn = index.torn_problem_id if index.torn_problem_id in known else None
-    selected = [problem_id for problem_id in ids if problem_id in present or problem_id == torn]
+    selected = tuple(problem_id for problem_id in ids if problem_id in present or problem_id == torn)
+    other_benchmarks = len(index.completions) - len(scoped)
     if not index.completions and not index.skipped_torn_line:
         raise ConfigError(
             f"{source} holds no completion records (it is empty or holds only blank lines)",
@@ -269,48 +373,77 @@ def _completions_spec(
             + f"; the benchmark has {_examples(ids)})",
             hint="name the id field with --id-field, or choose the benchmark the completions are for",
         )
+    return _Selection(
+        benchmark=bench.name,
+        ids=ids,
+        selected=selected,
+        unknown=tuple(sorted(present - known)),
+        torn=torn,
+        scoped=scoped,
+        other_benchmarks=other_benchmarks,
+        skipped_torn_line=index.skipped_torn_line,
+    )
+
+
+def _coverage_notes(source: Path, selection: _Selection, *, all_problems: bool) -> list[str]:
+    """Notes on the problems a completions file leaves out and the ids it holds for no problem."""
     notes = []
-    if index.skipped_torn_line:
-        which = f"its problem {torn!r} counts as missing" if torn else "its problem id could not be read"
-        notes.append(f"the last line of {source.name} is cut off and was skipped ({which})")
-    left_out = len(ids) - len(selected)
-    if left_out and not fields.all_problems:
+    name, bench, total = source.name, selection.benchmark, len(selection.ids)
+    left_out = total - len(selection.selected)
+    if left_out and not all_problems:
         notes.append(
-            f"grading the {len(selected)} of {len(ids)} problems of {bench.name} that {source.name} holds: "
+            f"grading the {len(selection.selected)} of {total} problems of {bench} that {name} holds: "
             f"{left_out} problems are left out of the denominator (--all-problems grades them all, the "
             "ones without a completion as missing, marked ‡)"
         )
     elif left_out:
         notes.append(
-            f"{left_out} of {len(ids)} problems of {bench.name} have no completion in {source.name}: "
+            f"{left_out} of {total} problems of {bench} have no completion in {name}: "
             "graded as missing (‡), counted as failures"
         )
-    if unknown:
+    if selection.unknown:
         notes.append(
-            f"{len(unknown)} id(s) in {source.name} are not problems of {bench.name}, ignored: "
-            f"{_examples(unknown)}"
+            f"{len(selection.unknown)} id(s) in {name} are not problems of {bench}, ignored: "
+            f"{_examples(selection.unknown)}"
         )
-    if other_benchmarks:
-        notes.append(f"{other_benchmarks} record(s) in {source.name} are for other benchmarks, ignored")
-    extra = Counter(problem_id for _, problem_id, sample in scoped if sample >= fields.samples)
+    if selection.other_benchmarks:
+        notes.append(f"{selection.other_benchmarks} record(s) in {name} are for other benchmarks, ignored")
+    return notes
+
+
+def _record_notes(source: Path, index: ReplayIndex, selection: _Selection, *, samples: int) -> list[str]:
+    """Notes on records beyond ``samples`` per problem, libraries the sandbox lacks and records
+    that repeat a (problem, sample)."""
+    notes = []
+    name = source.name
+    if index.skipped_torn_line:  # what skipping it costs (nothing, where earlier lines hold its samples)
+        cost = index.torn_line_cost(selection.benchmark, samples=samples, problems=selection.ids)
+        notes.append(f"the last line of {name} is cut off and was skipped ({cost})")
+    extra = Counter(problem_id for _, problem_id, sample in selection.scoped if sample >= samples)
     if extra and index.fields.sample is None:
         notes.append(
-            f"{len(extra)} id(s) occur more than {fields.samples} time(s) in {source.name}, e.g. "
+            f"{len(extra)} id(s) occur more than {samples} time(s) in {name}, e.g. "
             f"{_examples(sorted(extra))}: records of an id are samples 0, 1, ... in file order, so only "
-            f"the first {fields.samples} are graded (give --samples N if the file holds N per problem)"
+            f"the first {samples} are graded (give --samples N if the file holds N per problem)"
         )
     elif extra:
         notes.append(
-            f"{sum(extra.values())} record(s) in {source.name} have a sample index ≥ --samples "
-            f"{fields.samples}, ignored"
+            f"{sum(extra.values())} record(s) in {name} have a sample index ≥ --samples {samples}, ignored"
         )
     notes += missing_library_notes((), (completion.text for completion in index.completions.values()))
     repeated = index.records - len(index.completions)
     if repeated:
         notes.append(
-            f"{repeated} record(s) in {source.name} repeat a (problem, sample) already seen: "
-            "the last one is graded"
+            f"{repeated} record(s) in {name} repeat a (problem, sample) already seen: the last one is graded"
         )
+    return notes
+
+
+def _file_run_spec(
+    source: Path, benchmark: str, *, fields: CompletionFields, protocol: str, selected: tuple[str, ...]
+) -> RunSpec:
+    """The ``replay`` run of a completions file on ``selected`` of ``benchmark`` (every problem
+    under ``fields.all_problems``); a ``code_field`` is graded with the ``raw`` extractor."""
     model = BackendSpec(
         name=source.stem,
         backend="replay",
@@ -318,22 +451,21 @@ def _completions_spec(
         options={
             "path": str(source),
             "id_field": fields.id_field,
-            "text_field": text_field,
+            "text_field": fields.code_field or fields.text_field,
             "allow_torn": fields.allow_torn,
         },
         sampling=SamplingParams(),
         description=f"completions recorded in {source}",
     )
-    spec = RunSpec(
+    return RunSpec(
         model=model,
-        benchmarks=(fields.benchmark,),
+        benchmarks=(benchmark,),
         prompt_set=fields.prompt_set,
         samples=fields.samples,
         protocol=protocol,
         extractor="raw" if fields.code_field else None,
-        problem_ids={} if fields.all_problems else {fields.benchmark: tuple(selected)},
+        problem_ids={} if fields.all_problems else {benchmark: selected},
     )
-    return spec, tuple(notes)
 
 
 def _rule_combinations(rules: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -355,7 +487,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9@._+-]", "_", text)
 
 
-def _examples(values: list[str], *, count: int = 3) -> str:
+def _examples(values: Sequence[str], *, count: int = 3) -> str:
     if not values:
         return "no ids"
     shown = ", ".join(repr(value) for value in values[:count])

@@ -59,3 +59,9 @@ def reusable_executions(
                 key = (record.problem_id, record.sample_index, number)
                 reusable[record.benchmark][key] = (program, execution)
     return reusable, notes
+
+
+def stored_execution(stored: tuple[Program, Execution] | None, program: Program) -> Execution | None:
+    """The stored execution of ``stored`` when it ran exactly ``program`` (the same code), else
+    ``None`` (the program runs). A conversion of a program is never the program stored."""
+    return stored[1] if stored is not None and stored[0].code == program.code else None

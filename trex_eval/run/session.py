@@ -2,7 +2,9 @@
 
 Every (benchmark, problem, sample) pair left is an independent asyncio task (:meth:`Session._sample`):
 its completion is appended to ``completions.jsonl`` the moment it arrives, then it waits for a
-sandbox slot, is graded, and its record is appended to ``samples.jsonl``.
+sandbox slot, is graded, and its record is appended to ``samples.jsonl``. Grading happens here, on
+the session's sandbox pool, or on Ray actors (``RunOptions.ray``, :mod:`trex_eval.run.ray_grading`):
+only the judge's call moves, the rest of the session is the same.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ import asyncio
 import gc
 from collections.abc import Sequence
 
-from trex_eval.backends.base import Backend, GenerationRequest, create_backend
+from trex_eval.backends.base import Backend, GenerationRequest, ReportsEndpoints, create_backend
 from trex_eval.protocols.judge import SampleJudge
 from trex_eval.records import (
     Completion,
     ExecStatus,
     Execution,
+    Grade,
     GraderKind,
     Problem,
     Program,
@@ -28,9 +31,10 @@ from trex_eval.run import provenance
 from trex_eval.run.preflight import missing_library_notes
 from trex_eval.run.prepare import PreparedBenchmark
 from trex_eval.run.progress import RunProgress
+from trex_eval.run.ray_grading import ActorSetup, RayGrading
 from trex_eval.run.repair import RepairTemplate
 from trex_eval.run.repair_rounds import RETRIED, repair_rounds
-from trex_eval.run.reuse import reusable_executions
+from trex_eval.run.reuse import reusable_executions, stored_execution
 from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.sandbox import SandboxLimits, SandboxPool
 from trex_eval.store import CompletionLine, RunStore, SampleKey
@@ -95,6 +99,7 @@ class Session:
         self.pool_lazy = bool(self.reusable) and all(item.bench.name in self.reusable for item in prepared)
         self.pool_started = False
         self.pool_lock = asyncio.Lock()
+        self.ray = self._on_ray(hidden)
         # With repair, any sample left may need a round nobody has generated yet.
         needs_model = any(((item.bench.name, p.id, i), 0) not in self.stored for item, p, i in self.todo) or (
             self.repair is not None and bool(self.todo)
@@ -113,6 +118,23 @@ class Session:
         self.reused_now = 0
         self.endpoint_stats: list[dict[str, object]] = []
 
+    def _on_ray(self, hidden: set[str]) -> RayGrading | None:
+        """The grader seam: on Ray (``RunOptions.ray``) the actors hold the pools and judges, built
+        as this session's (same spec, lanes, isolation, hidden folders), and this session's pool
+        never starts; ``None``: grading here."""
+        if self.options.ray is None:
+            return None
+        setup = ActorSetup(
+            spec=self.spec,
+            data_dir=None if self.options.data_dir is None else str(self.options.data_dir),
+            workers=self.options.workers,
+            isolation=self.options.isolation,
+            diagnose=self.options.diagnose,
+            hidden=tuple(sorted(hidden)),
+            lazy_pool=self.pool_lazy,
+        )
+        return RayGrading(self.options.ray, setup)
+
     async def execute(self) -> None:
         """Do what is left: start the pool and backend, run every sample task, stop them."""
         # Problems, prompts and stored completions live for the whole run; moving them out of the
@@ -122,7 +144,11 @@ class Session:
         gc.collect()
         gc.freeze()
         try:
-            if not self.pool_lazy:
+            if self.ray is not None:
+                await self.ray.start([item.entry for item in self.prepared])
+                for line in self.ray.notes():
+                    self.progress.note(line)
+            elif not self.pool_lazy:
                 # The objective grader's first verification loads the harness's own solver:
                 # loaded while the workers start, it no longer holds up the first grade.
                 objective = any(item.plan.kind is GraderKind.OBJECTIVE for item in self.prepared)
@@ -144,11 +170,13 @@ class Session:
                     raise
         finally:
             if self.backend is not None:
-                live = getattr(self.backend, "endpoint_stats", None)  # clients of endpoints only
-                self.endpoint_stats = list(live()) if callable(live) else []
+                if isinstance(self.backend, ReportsEndpoints):  # clients of endpoints only
+                    self.endpoint_stats = list(self.backend.endpoint_stats())
                 await self.backend.close()
             if self.pool_started:
                 await asyncio.to_thread(self.pool.close)
+            if self.ray is not None:
+                self.ray.close()
             gc.unfreeze()
 
     async def _start_pool(self) -> None:
@@ -182,15 +210,19 @@ class Session:
     def _record_provenance(self) -> None:
         manifest = self.store.read_manifest()
         backend = dict(self.backend.describe()) if self.backend else None
-        sandbox: dict[str, object] = (
-            self.pool.describe()
-            if self.pool_started
-            else {"not_started": f"executions reused from {self.options.reuse_executions}"}
-        )
+        if self.ray is not None:
+            described = self.ray.sandbox()
+        else:
+            described = self.pool.describe() if self.pool_started else None
+        sandbox: dict[str, object] = described or {
+            "not_started": f"executions reused from {self.options.reuse_executions}"
+        }
         if self.options.reuse_executions is not None:
             sandbox["executions_reused_from"] = str(self.options.reuse_executions)
             sandbox["reused_for"] = sorted(self.reusable)
         session = provenance.collect(self.options.data_dir, sandbox=sandbox, backend=backend)
+        if self.ray is not None:
+            session["grading"] = self.ray.describe()
         if manifest.provenance:
             # A resumed run: keep what every earlier session ran with.
             earlier = [*manifest.provenance.get("earlier_sessions", []), {**manifest.provenance}]
@@ -275,14 +307,7 @@ class Session:
             else:
                 grade = plan.failed(Verdict.API_ERROR, f"the model request failed: {completion.error}")
         else:
-            judged = await self.judge.judge(
-                plan,
-                problem,
-                completion,
-                run=lambda code: self._execution(item, problem, code, completion.sample_index, round_index),
-                run_reference=lambda other, code: self._run_program(item, other, code),
-            )
-            program, execution, grade = judged.program, judged.execution, judged.grade
+            program, execution, grade = await self._judged(item, problem, completion, round_index)
         return SampleRecord(
             benchmark=item.bench.name,
             problem_id=problem.id,
@@ -293,6 +318,31 @@ class Session:
             execution=execution,
             grade=grade,
         )
+
+    async def _judged(
+        self, item: PreparedBenchmark, problem: Problem, completion: Completion, round_index: int
+    ) -> tuple[Program, Execution, Grade]:
+        """The judge's decision on ``completion``: here, on this session's pool, or on a Ray actor."""
+        if self.ray is not None:
+            key = (problem.id, completion.sample_index, round_index)
+            answer = await self.ray.judge(
+                item,
+                problem,
+                completion,
+                round_index=round_index,
+                stored=self.reusable.get(item.bench.name, {}).get(key),
+            )
+            self.executed_now += answer.executed
+            self.reused_now += answer.reused
+            return answer.program, answer.execution, answer.grade
+        judged = await self.judge.judge(
+            item.plan,
+            problem,
+            completion,
+            run=lambda code: self._execution(item, problem, code, completion.sample_index, round_index),
+            run_reference=lambda other, code: self._run_program(item, other, code),
+        )
+        return judged.program, judged.execution, judged.grade
 
     async def _run_program(self, item: PreparedBenchmark, problem: Problem, program: Program) -> Execution:
         """``program`` run as the plan runs it, on the pool (started on first use). Also a
@@ -305,10 +355,12 @@ class Session:
         self, item: PreparedBenchmark, problem: Problem, program: Program, index: int, round_index: int = 0
     ) -> Execution:
         """The stored execution of the same program when one is reusable, else a fresh run."""
-        stored = self.reusable.get(item.bench.name, {}).get((problem.id, index, round_index))
-        if stored is not None and stored[0].code == program.code:
+        stored = stored_execution(
+            self.reusable.get(item.bench.name, {}).get((problem.id, index, round_index)), program
+        )
+        if stored is not None:
             self.reused_now += 1
-            return stored[1]
+            return stored
         self.executed_now += 1
         return await self._run_program(item, problem, program)
 

@@ -116,6 +116,20 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
+class RayOptions:
+    """Grading on a Ray cluster (``run``/``grade``/``audit --ray-address``;
+    :mod:`trex_eval.run.ray_grading`). ``address``: what ``ray.init`` is given (``auto``, a GCS
+    address ``host:port``, ``ray://host:port``, or ``local`` to start a Ray instance on this machine
+    for the run); ``actors``: grading actors (``None``: one per alive node), each with
+    ``RunOptions.workers`` sandbox lanes; ``cpus_per_actor``: the CPUs each actor reserves from
+    Ray's scheduler. Where a sample is graded never changes its grade."""
+
+    address: str
+    actors: int | None = None
+    cpus_per_actor: float = 1.0
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """How this process runs a spec; none of it changes a result.
 
@@ -132,6 +146,8 @@ class RunOptions:
     (:attr:`~trex_eval.run.pipeline.RunResult.records`): the session keeps each record as it
     stored it (and those of earlier sessions, read at its start) instead of reading
     ``samples.jsonl`` back when it finishes, so memory holds every record for the whole run.
+    ``ray`` grades on a Ray actor pool instead of this process's sandbox pool (:class:`RayOptions`;
+    ``None``: here); generation, storage and resume stay in this process.
     """
 
     data_dir: Path | None = None
@@ -143,6 +159,7 @@ class RunOptions:
     reuse_executions: Path | None = None
     diagnose: bool = True
     keep_records: bool = False
+    ray: RayOptions | None = None
 
 
 def model_for_protocol(model: BackendSpec, protocol: str) -> tuple[BackendSpec, str | None]:
@@ -162,6 +179,7 @@ def model_for_protocol(model: BackendSpec, protocol: str) -> tuple[BackendSpec, 
 __all__ = [
     "ALL_BENCHMARKS",
     "FewShotSettings",
+    "RayOptions",
     "RepairSettings",
     "RunOptions",
     "RunSpec",

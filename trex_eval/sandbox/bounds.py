@@ -71,12 +71,12 @@ def bounded_solves(raws: list[dict[str, Any]], budget_bytes: int) -> tuple[list[
 
 
 def bounded_files(
-    files: tuple[WrittenFile, ...], budget_bytes: int, dropped: object
+    files: tuple[WrittenFile, ...], budget_bytes: int, dropped: tuple[int, int] = (0, 0)
 ) -> tuple[tuple[WrittenFile, ...], list[str]]:
     """The newest files whose stored contents fit in ``budget_bytes`` (encoded JSON bytes); the
     newest one always, its content cut to the budget when it alone exceeds it (its ``sha256``
     stays that of the whole file); notes on what was dropped, by the worker (``dropped``: its
-    count of files and bytes) or here."""
+    count of files and of their bytes) or here."""
     kept: list[WrittenFile] = []
     total = count = extra = 0
     notes = []
@@ -95,11 +95,8 @@ def bounded_files(
             size = budget_bytes
         kept.append(item)
         total += size
-    if isinstance(dropped, dict):
-        worker_count, worker_bytes = dropped.get("files"), dropped.get("bytes")
-        if isinstance(worker_count, int) and isinstance(worker_bytes, int):
-            count += worker_count
-            extra += worker_bytes
+    count += dropped[0]
+    extra += dropped[1]
     if count:
         notes.append(
             f"{count} collected files ({extra / (1 << 20):.1f} MiB) dropped: over the "

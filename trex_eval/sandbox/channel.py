@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ..linear_model import MAX_COLUMNS, MAX_NONZEROS, MAX_QUADRATIC_ROWS, MAX_QUADRATIC_TERMS, MAX_ROWS
 from ..records import LinearModel, ModelBinding, SolveRecord, SolveStatus, WrittenFile, finite_or_none
+from .runtime.contract import CollectedFile
 
 
 @dataclass
@@ -199,21 +200,18 @@ def bindings(raw: object) -> tuple[ModelBinding, ...]:
     return tuple(found)
 
 
-def written_files(raw: object) -> tuple[tuple[WrittenFile, ...], list[str]]:
+def written_files(collected: tuple[CollectedFile, ...]) -> tuple[tuple[WrittenFile, ...], list[str]]:
     """The collected files (``sha256`` of the bytes as read; undecodable bytes become U+FFFD in
     ``content``) and a note for each one the worker cut to its budget."""
     files, notes = [], []
-    for item in raw if isinstance(raw, list) else []:
-        if not isinstance(item, dict):
-            continue
-        data = str(item.get("content", "")).encode("utf-8", "surrogateescape")
+    for item in collected:
         files.append(
             WrittenFile(
-                name=str(item.get("name")),
-                content=data.decode("utf-8", "replace"),
-                sha256=hashlib.sha256(data).hexdigest(),
+                name=item.name,
+                content=item.content.decode("utf-8", "replace"),
+                sha256=hashlib.sha256(item.content).hexdigest(),
             )
         )
-        if item.get("truncated") is True:
-            notes.append(f"{files[-1].name}: the first {len(data)} of {item.get('size')} bytes collected")
+        if item.truncated:
+            notes.append(f"{files[-1].name}: the first {len(item.content)} of {item.size} bytes collected")
     return tuple(files), notes

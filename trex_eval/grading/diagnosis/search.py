@@ -4,6 +4,14 @@ of edited models, which go through the solver the caller hands it (the harness's
 
 Order of the checks, cheapest and most specific first; the first that holds decides:
 
+0. the captured solve first: a program that raised (``runtime_error``, ``solver_error``) after
+   its last solve ended infeasible, unbounded or ``inf_or_unbd``, against a reference with an
+   optimum, is named by that solve's status (``infeasible_model``/``unbounded_model``), not by
+   its exception: reading the objective of a model without an optimum is what raised. An
+   ``inf_or_unbd`` status is told apart by a re-solve without the objective (one not told apart
+   names nothing: the search of 2. decides). The search of 2. runs on the captured model, and
+   the edit that reaches the reference, where one does, is named in the detail (its value in
+   the evidence). A completion cut off by the token limit stays ``truncated``;
 1. failures before a model exists (:mod:`.failures`);
 2. a model whose value is wrong, or whose status is infeasible/unbounded against a reference
    with an optimum: the value the verdict judged (the harness's re-solve where the judge made
@@ -11,8 +19,9 @@ Order of the checks, cheapest and most specific first; the first that holds deci
    optimum, infeasibility or unboundedness to show); the value times a power of ten accepted by
    the rule (``objective_scaled``); then each edit of :func:`.edits.model_edits` re-solved in
    turn (sense, integrality, bounds), the first whose value the rule accepts naming the
-   category; the value rounded to the label's decimals (``rounding``) and a near miss
-   (``near_miss``); one constraint dropped (:func:`.drops.first_drop`, ``constraint_extra``);
+   category; the value negated (``objective_negated``), rounded to the label's decimals
+   (``rounding``) and a near miss (``near_miss``); one constraint dropped
+   (:func:`.drops.first_drop`, ``constraint_extra``);
    for gurobipy, an integrality relaxation bracketing the reference once the bounds gurobipy
    rounded are widened (``integrality_extra``); then the status
    (``infeasible_model``/``unbounded_model``); else ``unexplained``. An edit that can only move
@@ -34,7 +43,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from trex_eval.errors import TrexError
 from trex_eval.fairness import DeadlinePassed
@@ -61,6 +70,7 @@ from trex_eval.records import (
     Problem,
     SolveRecord,
     SolveStatus,
+    Verdict,
     finite_or_none,
 )
 
@@ -151,11 +161,18 @@ def diagnose(
     what the program did."""
     if grade.verdict in NOT_DIAGNOSED:
         return None
+    reference = problem.reference
+    last = execution.last_solve
+    if (
+        last is not None
+        and isinstance(rule, ObjectiveRule)
+        and _raised_without_optimum(reference, completion=completion, grade=grade, last=last)
+    ):
+        solver = _Solver(solve, budget or DiagnosisBudget())
+        return _raised_diagnosis(last, execution, reference, rule, solver)
     found = failure_diagnosis(completion, execution, grade)
     if found is not None:
         return found
-    reference = problem.reference
-    last = execution.last_solve
     if last is None:
         return Diagnosis(category=Category.NO_SOLVE, detail=grade.reason)
     if not isinstance(reference, ObjectiveReference) or not isinstance(rule, ObjectiveRule):
@@ -167,6 +184,68 @@ def diagnose(
 
 _TIMED_OUT = frozenset({SolveStatus.TIME_LIMIT, SolveStatus.INTERRUPTED})
 _NO_OPTIMUM = frozenset({SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD})
+_RAISED = frozenset({Verdict.RUNTIME_ERROR, Verdict.SOLVER_ERROR})
+_STATUS_CATEGORY = {
+    SolveStatus.INFEASIBLE: Category.INFEASIBLE_MODEL,
+    SolveStatus.UNBOUNDED: Category.UNBOUNDED_MODEL,
+}
+
+
+def _raised_without_optimum(
+    reference: object, *, completion: Completion | None, grade: Grade, last: SolveRecord
+) -> TypeGuard[ObjectiveReference]:
+    """Whether the program raised after a last solve without an optimum, against a ``reference``
+    with one: its model, not its exception, is what went wrong first. A completion cut off by
+    the token limit is not (the cut explains whatever failed after it)."""
+    return (
+        isinstance(reference, ObjectiveReference)
+        and reference.status is SolveStatus.OPTIMAL
+        and reference.value is not None
+        and grade.verdict in _RAISED
+        and last.status in _NO_OPTIMUM
+        and not (completion is not None and completion.finish_reason == "length")
+    )
+
+
+def _raised_diagnosis(
+    last: SolveRecord,
+    execution: Execution,
+    reference: ObjectiveReference,
+    rule: ObjectiveRule,
+    solver: _Solver,
+) -> Diagnosis:
+    """A program that raised after its last solve ended without an optimum: named by that
+    solve's status (an ``inf_or_unbd`` one told apart by :func:`_told_apart`), the edit the
+    model search (:func:`_model_diagnosis`) finds, where it finds one, named in the detail with
+    its category and its value in the evidence; a search the budget or the column cap stopped
+    says so in the detail. A status not told apart (no model, no time left) is no name: the
+    model search's diagnosis stands, the detail saying what the program raised."""
+    told = _told_apart(last.status, last.model, solver)
+    found = _model_diagnosis(last.model_copy(update={"status": told}), reference, rule, solver)
+    lines = (execution.detail or "").strip().splitlines()
+    error = lines[-1].strip() if lines else execution.error_type or execution.status.value
+    raised = f"the program raised {error} after its last solve ended {told.value}"
+    category = _STATUS_CATEGORY.get(told)
+    if category is None or found.category in (category, Category.UNEXPLAINED):
+        detail = f"{raised}; {found.detail}"
+    else:
+        detail = f"{raised}; the edit that reaches the reference: {found.detail} ({found.category.value})"
+    return found.model_copy(update={"category": category or found.category, "detail": detail})
+
+
+def _told_apart(status: SolveStatus, model: LinearModel | None, solver: _Solver) -> SolveStatus:
+    """``inf_or_unbd`` told apart: ``unbounded`` where the model has a feasible point (see
+    :func:`_feasible`), ``infeasible`` where its re-solve without an objective is; any other
+    status, and one not told apart (no model, no time left, a solver error), as it is."""
+    if status is not SolveStatus.INF_OR_UNBD or model is None:
+        return status
+    try:
+        shown = _zero_objective_status(model, solver)
+    except _OutOfBudget:
+        return status
+    if shown is SolveStatus.OPTIMAL:
+        return SolveStatus.UNBOUNDED
+    return SolveStatus.INFEASIBLE if shown is SolveStatus.INFEASIBLE else status
 
 
 def _model_diagnosis(
@@ -353,9 +432,15 @@ def _value_checks(
     rule: ObjectiveRule,
     evidence: dict[str, float],
 ) -> Diagnosis | None:
-    """Rounding to the label, then a near miss, of an optimal value."""
+    """The negation, rounding to the label, then a near miss, of an optimal value."""
     if status is not SolveStatus.OPTIMAL or value is None:
         return None
+    if value != 0.0 and accepts(rule, reference, status, -value):
+        return Diagnosis(
+            category=Category.OBJECTIVE_NEGATED,
+            detail="the value negated meets the reference: the model optimises the negated objective "
+            "(a minimise-only solver's maximisation) and nothing gave the harness the sign to put back",
+        )
     decimals = rounds_to_label(rule, reference, value)
     if decimals is not None:
         evidence["decimals"] = float(decimals)
@@ -377,12 +462,21 @@ def _feasible(model: LinearModel | None, solver: _Solver) -> bool:
     ``inf_or_unbd`` model that has one is unbounded. Without a model or time left: not shown."""
     if model is None:
         return False
-    zero = model.model_copy(update={"obj": (0.0,) * model.num_vars, "q_obj": ()})
     try:
-        status, _ = solver(zero)
+        return _zero_objective_status(model, solver) is SolveStatus.OPTIMAL
     except _OutOfBudget:
         return False
-    return status is SolveStatus.OPTIMAL
+
+
+def _zero_objective_status(model: LinearModel, solver: _Solver) -> SolveStatus:
+    """The status of ``model`` re-solved without its objective (``optimal``: a feasible point).
+
+    Raises:
+        _OutOfBudget: no time left for the re-solve.
+    """
+    zero = model.model_copy(update={"obj": (0.0,) * model.num_vars, "q_obj": ()})
+    status, _ = solver(zero)
+    return status
 
 
 def _done(category: Category, detail: str, evidence: dict[str, float], solver: _Solver) -> Diagnosis:

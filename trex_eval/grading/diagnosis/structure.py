@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from trex_eval.records import Diagnosis, DiagnosisCategory, LinearModel, StructureEvidence
 
@@ -48,120 +49,227 @@ _FOLDED = frozenset({"C", "I", "B"})
 """Column types whose one-entry rows are bounds (semi-continuous ones keep theirs as rows)."""
 
 
+@dataclass(frozen=True)
+class _Comparison:
+    """The two models' parts as compared (module docstring), computed once for every decision.
+    ``missing`` names the reference rows without a counterpart in the generated model, ``extra``
+    the generated rows without one in the reference; ``*_types`` count columns by type
+    (:func:`_types`)."""
+
+    reference: LinearModel
+    generated: LinearModel
+    reference_rows: int
+    generated_rows: int
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+    reference_types: Mapping[str, int]
+    generated_types: Mapping[str, int]
+
+    @property
+    def rows_match(self) -> bool:
+        return not self.missing and not self.extra
+
+    @property
+    def same_columns(self) -> bool:
+        return sum(self.reference_types.values()) == sum(self.generated_types.values())
+
+    @property
+    def semi_equal(self) -> bool:
+        ref, gen = self.reference_types, self.generated_types
+        return (ref["S"], ref["N"]) == (gen["S"], gen["N"])
+
+    def evidence(self) -> dict[str, float]:
+        """The counts every structure diagnosis carries as its evidence."""
+        return {
+            "reference_rows": float(self.reference_rows),
+            "generated_rows": float(self.generated_rows),
+            "reference_columns": float(self.reference.num_vars),
+            "generated_columns": float(self.generated.num_vars),
+            "reference_integer": float(self.reference_types["I"]),
+            "generated_integer": float(self.generated_types["I"]),
+            "rows_without_counterpart": float(len(self.missing)),
+            "extra_rows": float(len(self.extra)),
+        }
+
+
+_Finding = tuple[DiagnosisCategory, str]
+"""A decision's category and detail line."""
+
+
 def structure_diagnosis(
     reference: LinearModel, generated: LinearModel, *, failed_check: str = ""
 ) -> Diagnosis:
     """The smallest differing part of ``generated`` against ``reference`` (module docstring).
-    ``failed_check`` names the ORGEval check that failed, for the ``unexplained`` detail."""
-    ref_rows, gen_rows = _rows(reference), _rows(generated)
-    missing, extra = _unmatched(ref_rows, gen_rows), _unmatched(gen_rows, ref_rows)
-    rows_match = not missing and not extra
-    ref_types, gen_types = _types(reference), _types(generated)
-    evidence = {
-        "reference_rows": float(len(ref_rows)),
-        "generated_rows": float(len(gen_rows)),
-        "reference_columns": float(reference.num_vars),
-        "generated_columns": float(generated.num_vars),
-        "reference_integer": float(ref_types["I"]),
-        "generated_integer": float(gen_types["I"]),
-        "rows_without_counterpart": float(len(missing)),
-        "extra_rows": float(len(extra)),
-    }
+    ``failed_check`` names the ORGEval check that failed, for the ``unexplained`` detail.
 
-    def found(category: Category, detail: str) -> Diagnosis:
-        return Diagnosis(category=category, detail=detail, evidence=evidence)
-
-    if (_nonlinear(reference) or _nonlinear(generated)) and _other_parts(reference) != _other_parts(
-        generated
-    ):
-        return found(
+    The decisions of :data:`_ORDER` are asked in turn and the first that finds a difference
+    decides; when none does, the models differ in which column sits in which row
+    (``unexplained``). Every diagnosis carries :meth:`_Comparison.evidence`."""
+    comparison = _compare(reference, generated)
+    finding = next((found for decide in _ORDER if (found := decide(comparison)) is not None), None)
+    if finding is None:
+        check = f" ({failed_check} failed)" if failed_check else ""
+        finding = (
             Category.UNEXPLAINED,
-            "the models' quadratic, SOS, indicator or general constraints differ, and those are not "
-            "compared part by part",
+            f"rows, objective, columns and bounds match part by part; the models differ in which "
+            f"column sits in which row{check}",
         )
-    same_columns = sum(ref_types.values()) == sum(gen_types.values())
-    semi_equal = (ref_types["S"], ref_types["N"]) == (gen_types["S"], gen_types["N"])
-    if (
-        reference.sense != generated.sense
-        and rows_match
-        and _coefficients(reference) == _coefficients(generated)
-    ):
-        return found(
-            Category.SENSE_FLIPPED,
-            f"the generated model {_verb(generated)}s what the reference {_verb(reference)}s; its rows "
-            "and objective coefficients match",
-        )
-    if rows_match and same_columns and semi_equal and ref_types != gen_types:
-        fewer = gen_types["I"] < ref_types["I"]
-        return found(
-            Category.INTEGRALITY_MISSING if fewer else Category.INTEGRALITY_EXTRA,
-            f"{gen_types['I']} integer columns where the reference has {ref_types['I']}; rows match",
-        )
-    if not semi_equal:  # semi-continuous columns keep one-variable rows the others fold away
-        return found(
-            Category.VARIABLES_DIFFER,
-            f"semi-continuous/semi-integer columns: {gen_types['S']}/{gen_types['N']} where the reference "
-            f"has {ref_types['S']}/{ref_types['N']}",
-        )
+    return Diagnosis(category=finding[0], detail=finding[1], evidence=comparison.evidence())
+
+
+def _compare(reference: LinearModel, generated: LinearModel) -> _Comparison:
+    ref_rows, gen_rows = _rows(reference), _rows(generated)
+    return _Comparison(
+        reference=reference,
+        generated=generated,
+        reference_rows=len(ref_rows),
+        generated_rows=len(gen_rows),
+        missing=tuple(_unmatched(ref_rows, gen_rows)),
+        extra=tuple(_unmatched(gen_rows, ref_rows)),
+        reference_types=_types(reference),
+        generated_types=_types(generated),
+    )
+
+
+def _other_parts_differ(c: _Comparison) -> _Finding | None:
+    """Quadratic, SOS, indicator or general constraints written otherwise: not compared part by
+    part, so ``unexplained``."""
+    nonlinear = _nonlinear(c.reference) or _nonlinear(c.generated)
+    if not nonlinear or _other_parts(c.reference) == _other_parts(c.generated):
+        return None
+    return (
+        Category.UNEXPLAINED,
+        "the models' quadratic, SOS, indicator or general constraints differ, and those are not "
+        "compared part by part",
+    )
+
+
+def _sense_alone_differs(c: _Comparison) -> _Finding | None:
+    """The sense differs while rows and objective coefficients as written match."""
+    if c.reference.sense == c.generated.sense or not c.rows_match:
+        return None
+    if _coefficients(c.reference) != _coefficients(c.generated):
+        return None
+    return (
+        Category.SENSE_FLIPPED,
+        f"the generated model {_verb(c.generated)}s what the reference {_verb(c.reference)}s; its "
+        "rows and objective coefficients match",
+    )
+
+
+def _integrality_alone_differs(c: _Comparison) -> _Finding | None:
+    """Rows and column count match and only integer columns differ in number."""
+    ref, gen = c.reference_types, c.generated_types
+    if not (c.rows_match and c.same_columns and c.semi_equal) or ref == gen:
+        return None
+    fewer = gen["I"] < ref["I"]
+    return (
+        Category.INTEGRALITY_MISSING if fewer else Category.INTEGRALITY_EXTRA,
+        f"{gen['I']} integer columns where the reference has {ref['I']}; rows match",
+    )
+
+
+def _semi_columns_differ(c: _Comparison) -> _Finding | None:
+    """Semi-continuous or semi-integer columns of other number: decided before the rows, since
+    such columns keep one-variable rows that the others fold away."""
+    if c.semi_equal:
+        return None
+    ref, gen = c.reference_types, c.generated_types
+    return (
+        Category.VARIABLES_DIFFER,
+        f"semi-continuous/semi-integer columns: {gen['S']}/{gen['N']} where the reference "
+        f"has {ref['S']}/{ref['N']}",
+    )
+
+
+def _rows_differ(c: _Comparison) -> _Finding | None:
+    """Rows without a counterpart: on the reference's side only (missing), the generated side
+    only (extra) or both (differs)."""
+    missing, extra = c.missing, c.extra
     if missing and not extra:
-        return found(
+        return (
             Category.CONSTRAINT_MISSING,
             f"{len(missing)} reference row(s) without a counterpart in the generated model: "
             + _named(missing),
         )
     if extra and not missing:
-        return found(
+        return (
             Category.CONSTRAINT_EXTRA,
             f"{len(extra)} generated row(s) without a counterpart in the reference: {_named(extra)}",
         )
     if missing and extra:
-        return found(
+        return (
             Category.CONSTRAINT_DIFFERS,
             f"{len(missing)} reference row(s) ({_named(missing)}) and {len(extra)} generated row(s) "
             f"({_named(extra)}) have no counterpart: coefficients or sides differ",
         )
-    if not same_columns:
-        return found(
-            Category.VARIABLES_DIFFER,
-            f"{sum(gen_types.values())} columns where the reference has {sum(ref_types.values())}; "
-            "rows match",
-        )
-    if _objective(reference) != _objective(generated):
-        return found(Category.OBJECTIVE_DIFFERS, "the objective coefficients differ; rows and columns match")
+    return None
+
+
+def _column_count_differs(c: _Comparison) -> _Finding | None:
+    if c.same_columns:
+        return None
+    return (
+        Category.VARIABLES_DIFFER,
+        f"{sum(c.generated_types.values())} columns where the reference has "
+        f"{sum(c.reference_types.values())}; rows match",
+    )
+
+
+def _objective_differs(c: _Comparison) -> _Finding | None:
+    """The objective as minimised: its coefficients, then its constant."""
+    if _objective(c.reference) != _objective(c.generated):
+        return Category.OBJECTIVE_DIFFERS, "the objective coefficients differ; rows and columns match"
     constants = [
-        _key(m.objective_constant * (-1.0 if m.sense == "max" else 1.0)) for m in (reference, generated)
+        _key(m.objective_constant * (-1.0 if m.sense == "max" else 1.0)) for m in (c.reference, c.generated)
     ]
     if constants[0] != constants[1]:
-        return found(
+        return (
             Category.OBJECTIVE_DIFFERS,
             f"the objective constants differ ({constants[0]!r} vs {constants[1]!r}); rows and columns match",
         )
+    return None
+
+
+def _bounds_differ(c: _Comparison) -> _Finding | None:
+    """Columns the reference holds at zero or above that are free in the generated model, then
+    other bounds: a lost one-variable row where the reference's one-variable rows explain them,
+    else ``unexplained``."""
+    reference, generated = c.reference, c.generated
     free = _nonnegative(reference) - _nonnegative(generated)
     if free > 0:
-        return found(
+        return (
             Category.BOUNDS_MISSING,
             f"{free} column(s) the reference holds at zero or above are free in the generated model",
         )
     bounds = _unmatched_count(_bounds(reference), _bounds(generated))
-    if bounds:
-        lost = _unmatched(_rows(reference, single=True), _rows(generated, single=True))
-        if lost and not _unmatched(_rows(generated, single=True), _rows(reference, single=True)):
-            return found(
-                Category.CONSTRAINT_MISSING,
-                f"{len(lost)} one-variable row(s) of the reference without a counterpart ({bounds} "
-                f"column(s) bounded otherwise): {_named(lost)}",
-            )
-        return found(
-            Category.UNEXPLAINED,
-            f"rows, objective and column types match; {bounds} column(s) have other bounds "
-            "(variable bounds or one-variable constraints)",
+    if not bounds:
+        return None
+    lost = _unmatched(_rows(reference, single=True), _rows(generated, single=True))
+    if lost and not _unmatched(_rows(generated, single=True), _rows(reference, single=True)):
+        return (
+            Category.CONSTRAINT_MISSING,
+            f"{len(lost)} one-variable row(s) of the reference without a counterpart ({bounds} "
+            f"column(s) bounded otherwise): {_named(lost)}",
         )
-    check = f" ({failed_check} failed)" if failed_check else ""
-    return found(
+    return (
         Category.UNEXPLAINED,
-        f"rows, objective, columns and bounds match part by part; the models differ in which column "
-        f"sits in which row{check}",
+        f"rows, objective and column types match; {bounds} column(s) have other bounds "
+        "(variable bounds or one-variable constraints)",
     )
+
+
+_ORDER: tuple[Callable[[_Comparison], _Finding | None], ...] = (
+    _other_parts_differ,
+    _sense_alone_differs,
+    _integrality_alone_differs,
+    _semi_columns_differ,
+    _rows_differ,
+    _column_count_differs,
+    _objective_differs,
+    _bounds_differ,
+)
+"""The decisions in the order the module docstring gives: the first that finds a difference decides."""
 
 
 def failed_check(evidence: StructureEvidence | None) -> str:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from trex_eval.errors import ConfigError
-from trex_eval.grading.objective.tolerance import Tolerance, ToleranceRule
+from trex_eval.grading.objective.comparison import Tolerance
+from trex_eval.grading.objective.tolerance import ToleranceRule
 from trex_eval.grading.spec import RuleSpec
 
 

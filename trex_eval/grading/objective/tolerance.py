@@ -1,7 +1,8 @@
 """Tolerance rules: ``strict`` (the default) and its parameterised relatives (``rel``, ``abs``,
 ``round`` and the published conventions ``orlm``, ``sirl``, ``optmath``, ``mamo`` and
 ``orthought``, each citing the peer's source file in its description; their presets and the
-registry factory are :mod:`trex_eval.grading.objective.presets`). Pure.
+registry factory are :mod:`trex_eval.grading.objective.presets`; the acceptance test
+:class:`Tolerance` is :mod:`~trex_eval.grading.objective.comparison`'s). Pure.
 
 One decision procedure, read top to bottom:
 
@@ -27,7 +28,11 @@ One decision procedure, read top to bottom:
    the claim was close but the harness's value is what is graded. The value must satisfy
    ``|pred − ref| ≤ atol + rtol·|ref|``, after rounding both to ``digits`` decimals when set
    (Python ``round``: half-to-even on the binary value). A miss where ``−pred`` would match says
-   so (minimise/maximise confusion is still just ``wrong``).
+   so (minimise/maximise confusion is still just ``wrong``). The one exception to "the value as
+   solved" is a minimise-only solver (SciPy's ``linprog``, ``milp``), which cannot state a
+   maximisation: the negation of the harness's value is graded where the benchmark states a
+   maximisation or the program printed that negation (SciPy's ``-res.fun``), the magnitude still
+   the harness's (:mod:`~trex_eval.grading.objective.sign`; ``source="verified-negated"``).
 5. Against a reference without a finite optimum only the solver status counts: ``infeasible``
    matches ``infeasible`` and ``unbounded`` matches ``unbounded``; a solver answer
    ``inf_or_unbd`` against either is ``not_determinable`` (the solver did not decide which);
@@ -61,11 +66,10 @@ the wrong variable types or sense can pass.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from trex_eval.errors import ConfigError, GradingError
+from trex_eval.errors import GradingError
 from trex_eval.grading.objective.base import (
     FINISHED,
     NO_FINITE_OPTIMUM,
@@ -80,6 +84,8 @@ from trex_eval.grading.objective.base import (
     rule_spec,
     unverified_reason,
 )
+from trex_eval.grading.objective.comparison import Comparison, Tolerance
+from trex_eval.grading.objective.sign import Signed, signed, unsigned_note
 from trex_eval.records import (
     Execution,
     Grade,
@@ -92,9 +98,14 @@ from trex_eval.records import (
     finite_or_none,
 )
 
-TOLERANCE_RULE_VERSION = "2"
-"""2: the harness's re-solve is graded, not the program's claim (1 graded the claim once the
-re-solve agreed with it within verification's tolerance, which widened every rule's)."""
+__all__ = ["OPTMATH_CONVERSIONS", "TOLERANCE_RULE_VERSION", "Comparison", "Tolerance", "ToleranceRule"]
+
+TOLERANCE_RULE_VERSION = "3"
+"""3: a minimise-only solver's optimum (SciPy's ``linprog``, ``milp``) is graded negated where the
+program printed its negation or the benchmark states a maximisation (:mod:`.sign`; 2 graded it as
+solved, so SciPy's ``-res.fun`` idiom was ``wrong``). 2: the harness's re-solve is graded, not the
+program's claim (1 graded the claim once the re-solve agreed with it within verification's
+tolerance, which widened every rule's)."""
 
 OPTMATH_CONVERSIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("variable types to integer", ("GRB.CONTINUOUS",), ("GRB.INTEGER",)),
@@ -110,84 +121,6 @@ in this order; each is ``str.replace`` of every occurrence, applied to the progr
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """One tolerance check: the (rounded) values compared, ``|Δ|``, the bound it must not exceed,
-    ``|Δ| / |ref|`` (``None`` for a zero reference) and the outcome."""
-
-    predicted: float
-    reference: float
-    abs_error: float
-    bound: float
-    rel_error: float | None
-    passed: bool
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """Accept ``pred`` when ``|pred − ref| ≤ atol + rtol·|ref|``.
-
-    ``digits`` (default ``None``: no rounding) rounds both values to that many decimals first
-    (negative values round to tens, hundreds ...). The defaults are the ``strict`` rule's.
-
-    Raises:
-        ConfigError: a tolerance that is negative or not finite.
-    """
-
-    rtol: float = 1e-4
-    atol: float = 1e-6
-    digits: int | None = None
-    exclusive: bool = False
-    """``|Δ| < bound`` instead of ``≤`` (ORThought's ``abs(a - b) < 0.01``)."""
-    label_digits: int | None = None
-    """Mamo's test instead: ``|Δ|·10^d < 1`` with ``d = max(label_digits, decimals written in the
-    label)``, or ``|Δ| / |ref| ≤ rtol`` (``|Δ|·1e-4 ≤ rtol`` for a zero reference, as Mamo's
-    ``comp`` computes it). ``atol`` is unused then."""
-
-    def __post_init__(self) -> None:
-        for key, value in (("rtol", self.rtol), ("atol", self.atol)):
-            if not math.isfinite(value) or value < 0:
-                raise ConfigError(f"tolerance {key}={value!r} must be a finite number >= 0")
-
-    def compare(self, predicted: float, reference: float, *, label: str | None = None) -> Comparison:
-        """Check ``predicted`` against ``reference`` (both finite); ``label``, the reference as
-        written, is read only by a ``label_digits`` test (its decimals)."""
-        if self.digits is not None:
-            predicted, reference = round(predicted, self.digits), round(reference, self.digits)
-        abs_error = abs(predicted - reference)
-        rel_error = abs_error / abs(reference) if reference else None
-        if self.label_digits is not None:
-            scale = 10.0 ** max(self.label_digits, _written_decimals(label))
-            rate = abs_error / abs(reference) if reference else abs_error * 1e-4
-            # The bound shown is the larger of the two acceptance tests'.
-            bound = max(1 / scale, self.rtol * abs(reference) if reference else self.rtol / 1e-4)
-            # Scaled before subtracting, as Mamo's script does: its verdict at the boundary is kept.
-            passed = abs(predicted * scale - reference * scale) < 1 or rate <= self.rtol
-        else:
-            bound = self.atol + self.rtol * abs(reference)
-            passed = abs_error < bound if self.exclusive else abs_error <= bound
-        return Comparison(
-            predicted=predicted,
-            reference=reference,
-            abs_error=abs_error,
-            bound=bound,
-            rel_error=rel_error,
-            passed=passed,
-        )
-
-    def formula(self) -> str:
-        """The acceptance test in words, e.g. ``|pred − ref| ≤ 1e-06 + 0.0001·|ref|``."""
-        if self.label_digits is not None:
-            return (
-                f"|pred − ref|·10^d < 1 with d = max({self.label_digits}, decimals written in the label), "
-                f"or |pred − ref| ≤ {self.rtol:g}·|ref|"
-            )
-        text = f"|pred − ref| {'<' if self.exclusive else '≤'} {self.atol:g} + {self.rtol:g}·|ref|"
-        if self.digits is not None:
-            text = f"{text} after rounding both to {self.digits} decimals"
-        return text
-
-
-@dataclass(frozen=True)
 class ToleranceRule:
     """An :class:`~trex_eval.grading.objective.base.ObjectiveRule` judging by :class:`Tolerance`.
 
@@ -197,7 +130,7 @@ class ToleranceRule:
     """
 
     name: str
-    tolerance: Tolerance = Tolerance()
+    tolerance: Tolerance = Tolerance()  # noqa: RUF009 -- a frozen dataclass, shared safely
     use_printed: bool = False
     count_unverified: bool = False
     title: str = ""
@@ -286,18 +219,21 @@ class ToleranceRule:
                 self._evidence(None, solve.status, reference, solve=solve),
             )
         harness = harness_objective(solve)
+        value = claimed if harness is None else harness
+        sign = signed(solve, value, stdout=execution.stdout_tail, sense=reference.sense)
         if harness is not None:
-            return self._grade_harness_value(harness, claimed, solve, reference)
+            return self._grade_harness_value(harness, claimed, solve, reference, sign)
         # A "match" without a value cannot come from the harness's re-solve of an optimal claim.
         why = unverified_reason(solve) or "the re-solve that agreed recorded no objective"
         return self._grade_claim(
-            claimed,
+            sign.factor * claimed,
             reference,
             status=solve.status,
-            source="hook",
+            source="hook-negated" if sign.negated else "hook",
             unverified=why,
             pending=solve.verification is None,
             solve=solve,
+            note=sign.note,
         )
 
     # ----------------------------------------------------------------------- helpers
@@ -347,20 +283,34 @@ class ToleranceRule:
             )
         return text
 
-    def _sign_note(self, value: float, reference: ObjectiveReference) -> str:
-        if reference.value and self._check(-value, reference).passed:
-            return "; pred = −ref: minimise/maximise confused?"
-        return ""
+    def _sign_note(
+        self, value: float, reference: ObjectiveReference, solve: SolveRecord | None, *, negated: bool
+    ) -> str:
+        """For a miss whose negation would pass, the likely confusion (:func:`.sign.unsigned_note`
+        for a minimise-only solve graded as solved)."""
+        if not (reference.value and self._check(-value, reference).passed):
+            return ""
+        unsigned = None if negated else unsigned_note(solve)
+        return f"; pred = −ref: {unsigned or 'minimise/maximise confused?'}"
 
     def _grade_harness_value(
-        self, harness: float, claimed: float, solve: SolveRecord, reference: ObjectiveReference
+        self, harness: float, claimed: float, solve: SolveRecord, reference: ObjectiveReference, sign: Signed
     ) -> Grade:
-        """Grade the harness's re-solve ``harness`` of a claim ``claimed`` that agreed with it."""
-        result = self._check(harness, reference)
+        """Grade the harness's re-solve ``harness`` of a claim ``claimed`` that agreed with it,
+        with the sign ``sign`` (:func:`.sign.signed`: negated only for a minimise-only solve)."""
+        value, claim_value = sign.factor * harness, sign.factor * claimed
+        result = self._check(value, reference)
         evidence = self._evidence(
-            harness, solve.status, reference, source="verified", claimed=claimed, solve=solve, result=result
+            value,
+            solve.status,
+            reference,
+            source="verified-negated" if sign.negated else "verified",
+            claimed=claimed,
+            solve=solve,
+            result=result,
         )
-        values = self._values(f"{resolver_name(solve)} re-solve", harness, reference, result)
+        what = f"{resolver_name(solve)} re-solve" + (f" {fmt(harness)} negated:" if sign.negated else "")
+        values = self._values(what, value, reference, result)
         claim = (
             "the program claimed the same"
             if claimed == harness
@@ -368,17 +318,18 @@ class ToleranceRule:
         )
         if result.passed:
             reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}; {claim}"
-            return self._grade(Verdict.CORRECT, reason, evidence)
+            return self._grade(Verdict.CORRECT, reason + _note(sign.note), evidence)
         reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}"
-        if claimed != harness and self._check(claimed, reference).passed:
+        if claimed != harness and self._check(claim_value, reference).passed:
             # What verification's tolerance let through under rule version 1 is named as such.
             reason += (
-                f"; the program's claim {fmt(claimed)} was close to the harness's value {fmt(harness)} "
-                f"(within verification's agreement tolerance), but {fmt(harness)} is what is graded"
+                f"; the program's claim {fmt(claim_value)} was close to the harness's value {fmt(value)} "
+                f"(within verification's agreement tolerance), but {fmt(value)} is what is graded"
             )
         else:
             reason += f"; {claim}"
-        return self._grade(Verdict.WRONG, reason + self._sign_note(harness, reference), evidence)
+        reason += _note(sign.note) + self._sign_note(value, reference, solve, negated=sign.negated)
+        return self._grade(Verdict.WRONG, reason, evidence)
 
     def _grade_claim(
         self,
@@ -390,17 +341,19 @@ class ToleranceRule:
         unverified: str,
         pending: bool,
         solve: SolveRecord | None = None,
+        note: str = "",
     ) -> Grade:
         """Grade a claim the harness has no value for (``unverified`` says why); ``pending``: no
-        re-solve was attempted yet, so a near miss waits for one (step 6)."""
+        re-solve was attempted yet, so a near miss waits for one (step 6); ``claimed`` already
+        signed, ``note`` saying why when it was negated (:func:`.sign.signed`)."""
         result = self._check(claimed, reference)
         evidence = self._evidence(
             claimed, status, reference, source=source, claimed=claimed, solve=solve, result=result
         )
-        what = "printed" if source == "printed" else "the program's claim"
+        what = "printed" if source == "printed" else "the program's claim" + (", negated," if note else "")
         values = self._values(what, claimed, reference, result)
         if result.passed:
-            reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}"
+            reason = f"{values}: |Δ| {result.abs_error:.3g} ≤ {result.bound:.3g}{_note(note)}"
             if self.count_unverified:
                 return self._grade(
                     Verdict.CORRECT,
@@ -411,7 +364,7 @@ class ToleranceRule:
             return self._grade(
                 Verdict.UNVERIFIED, f"{reason}; not verified by the harness: {unverified}", evidence
             )
-        reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}"
+        reason = f"{values}: |Δ| {result.abs_error:.3g} > {result.bound:.3g}{_note(note)}"
         expected = reference.value
         if (
             pending
@@ -425,7 +378,9 @@ class ToleranceRule:
                 f"decides; not verified by the harness: {unverified}",
                 evidence,
             )
-        return self._grade(Verdict.WRONG, reason + self._sign_note(claimed, reference), evidence)
+        return self._grade(
+            Verdict.WRONG, reason + self._sign_note(claimed, reference, solve, negated=bool(note)), evidence
+        )
 
     def _grade_printed(self, execution: Execution, reference: ObjectiveReference) -> Grade:
         printed = finite_or_none(execution.printed_objective)
@@ -475,7 +430,5 @@ class ToleranceRule:
         return self._grade(Verdict.WRONG, said, evidence)
 
 
-def _written_decimals(label: str | None) -> int:
-    """Digits after the point in a label as written (``"12.50"`` -> 2; ``"3"``, ``None`` -> 0)."""
-    text = (label or "").strip()
-    return len(text.split(".", 1)[1]) if "." in text else 0
+def _note(note: str) -> str:
+    return f"; {note}" if note else ""

@@ -25,7 +25,8 @@ Modules:
 ``syscalls``   the seccomp filter each job installs (memfd, System V IPC, AF_UNIX sockets,
                io_uring and foreign ABIs refused).
 ``framing``    length-prefixed JSON messages on file descriptors (worker <-> harness).
-``contract``   names and the worker configuration both sides agree on.
+``contract``   what both sides agree on: names, the protocol version, the worker configuration,
+               a job's order and the worker's reply (``JobReply``).
 ``probe``      the isolation self-check run by :func:`trex_eval.sandbox.probe_isolation`.
 ``licence``    the solver licence check run by :func:`trex_eval.sandbox.licence_preflight`.
 """

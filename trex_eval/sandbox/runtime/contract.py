@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+PROTOCOL = 1
+"""Version of what a worker and the harness exchange (the ``ready`` message, the requests,
+:class:`JobReply`). A worker's ``ready`` says it; the harness refuses a worker that says another
+(one started from a trex-eval changed on disk under a running harness, which loads the runtime
+afresh for every worker it starts). Raise it with any change to those messages' fields."""
 
 WORKDIR_TOKEN = "@@TREX_WORKDIR@@"
 """Replaced in a program's text by the absolute working directory just before it runs."""
@@ -64,6 +70,160 @@ class JobOrder(NamedTuple):
         """The order :meth:`encode` wrote; ValueError if ``data`` is not one."""
         nonce, cpu_s, allowance, file_size, nproc, gurobi = data.decode().split("\0")
         return cls(nonce, float(cpu_s), int(allowance), int(file_size), int(nproc) if nproc else None, gurobi)
+
+
+KILL_REASONS = frozenset({"wall", "cpu", "output", "disk", "processes", "memory", "starved"})
+"""What a worker may stop a job for (``JobReply.killed_for``; see ``runtime.supervise``)."""
+
+
+class CollectedFile(NamedTuple):
+    """A file of a job's working directory that matched the job's ``collect`` patterns: its path
+    relative to that directory, its whole size in bytes, and its first bytes (``truncated`` when
+    fewer than ``size``: cut to the job's file-size limit and model-file budget)."""
+
+    name: str
+    size: int
+    truncated: bool
+    content: bytes
+
+
+class JobReply(NamedTuple):
+    """A worker's answer to one job request: written by ``runtime.server``, read by the harness
+    (``sandbox.worker`` decodes it, ``sandbox.pool`` and ``sandbox.outcome`` act on it).
+
+    Of one of four kinds: ``not_run`` (the worker ran nothing, as it could not undo the previous
+    job's traces: the pool runs the job on another worker); ``lost`` (why the worker's zygote
+    went away while the job ran: the job is ``killed``); ``error`` (the worker failed to run the
+    job: a harness failure, raised); else the job ran, and the other fields say how it ended.
+    ``retire`` (why), on any kind: the worker stops after this reply.
+
+    Attributes:
+        id: the request's ``id``.
+        exit_code, signal: how the job's process ended (one of them None).
+        started: whether the job reached the program (the worker's word, not a record's).
+        killed_for: what the worker stopped it for (one of :data:`KILL_REASONS`), else None.
+        wall_s: wall-clock seconds charged (less time starved of CPU); ``starved_s``: seconds
+            starved of its share of CPU; ``cpu_received_s``: CPU seconds the watch charged it
+            (None where not measured); ``cpu_s``: CPU seconds of its reaped processes (rusage).
+        max_rss_kib: peak resident memory of its largest process, KiB.
+        stdout, stderr: the last ``output_bytes`` of each, raw; ``stdout_bytes``,
+            ``stderr_bytes``: their whole sizes.
+        channel: the result channel's bytes, raw; ``channel_dropped``: bytes left out of its
+            middle (over twice the record budget).
+        files: the collected model files, oldest first; ``files_dropped``,
+            ``files_dropped_bytes``: those left out for the budget.
+
+    The output, the channel and the files' names and contents are the program's to write, read
+    only as claims. On the wire (``runtime.framing``) the bytes are byte fields (``file:<i>``
+    for the i-th file's content) and the rest JSON; :meth:`decode` takes nothing else.
+    """
+
+    id: str
+    exit_code: int | None = None
+    signal: int | None = None
+    started: bool = False
+    killed_for: str | None = None
+    wall_s: float = 0.0
+    starved_s: float = 0.0
+    cpu_received_s: float | None = None
+    cpu_s: float | None = None
+    max_rss_kib: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    channel: bytes = b""
+    channel_dropped: int = 0
+    files: tuple[CollectedFile, ...] = ()
+    files_dropped: int = 0
+    files_dropped_bytes: int = 0
+    not_run: bool = False
+    lost: str | None = None
+    error: str | None = None
+    retire: str | None = None
+
+    def encode(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """The frame's JSON object and byte fields: ``framing.write_frame(fd, *reply.encode())``."""
+        message = {name: getattr(self, name) for name in _REPLY_FIELDS}
+        message["files"] = [
+            {"name": item.name, "size": item.size, "truncated": item.truncated} for item in self.files
+        ]
+        blobs = {name: getattr(self, name) for name in _REPLY_BLOBS}
+        blobs.update((f"file:{index}", item.content) for index, item in enumerate(self.files))
+        return message, blobs
+
+    @classmethod
+    def decode(cls, message: dict[str, Any]) -> JobReply:
+        """The reply :meth:`encode` wrote, as ``framing`` reads it back. ValueError, naming the
+        field, for a field missing, unknown or not of its type (a bool is no int; numbers are
+        finite and not negative): the harness acts on no field it did not check."""
+        listed = message.get("files")
+        if type(listed) is not list:
+            raise ValueError("field 'files' is not a list")
+        contents = [f"file:{index}" for index in range(len(listed))]
+        expected = {*_REPLY_FIELDS, *_REPLY_BLOBS, "files", *contents}
+        if set(message) != expected:
+            missing, unknown = sorted(expected - set(message)), sorted(set(message) - expected)
+            raise ValueError(f"fields missing {missing[:3]}, unknown {[name[:40] for name in unknown[:3]]}")
+        fields = {name: _checked(name, message[name], kind) for name, kind in _REPLY_FIELDS.items()}
+        if fields["killed_for"] is not None and fields["killed_for"] not in KILL_REASONS:
+            raise ValueError(
+                f"field 'killed_for' is {fields['killed_for'][:40]!r}, not one of {sorted(KILL_REASONS)}"
+            )
+        for name in (*_REPLY_BLOBS, *contents):
+            if type(message[name]) is not bytes:
+                raise ValueError(f"field {name!r} is not a byte field")
+        files = tuple(_collected(index, item, message[f"file:{index}"]) for index, item in enumerate(listed))
+        return cls(**fields, **{name: message[name] for name in _REPLY_BLOBS}, files=files)
+
+
+_REPLY_FIELDS: dict[str, tuple[type, bool]] = {
+    "id": (str, False),
+    "exit_code": (int, True),
+    "signal": (int, True),
+    "started": (bool, False),
+    "killed_for": (str, True),
+    "wall_s": (float, False),
+    "starved_s": (float, False),
+    "cpu_received_s": (float, True),
+    "cpu_s": (float, True),
+    "max_rss_kib": (int, True),
+    "stdout_bytes": (int, False),
+    "stderr_bytes": (int, False),
+    "channel_dropped": (int, False),
+    "files_dropped": (int, False),
+    "files_dropped_bytes": (int, False),
+    "not_run": (bool, False),
+    "lost": (str, True),
+    "error": (str, True),
+    "retire": (str, True),
+}
+"""The JSON fields of a :class:`JobReply`: each one's type and whether it may be None."""
+_REPLY_BLOBS = ("stdout", "stderr", "channel")
+
+
+def _checked(name: str, value: object, kind: tuple[type, bool]) -> Any:
+    """``value`` if it is of ``kind`` (type, may be None) and not negative (an int taken as a
+    float where a float is expected; floats finite); ValueError naming ``name`` otherwise."""
+    wanted, optional = kind
+    if value is None and optional:
+        return None
+    if wanted is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+        if number - number == 0.0 and number >= 0.0:  # finite: inf - inf is NaN
+            return number
+    elif type(value) is wanted and not (isinstance(value, int) and value < 0):
+        return value
+    raise ValueError(f"field {name!r} is {type(value).__name__} {repr(value)[:40]}, not of its type")
+
+
+def _collected(index: int, item: object, content: object) -> CollectedFile:
+    """The ``index``-th collected file from its JSON entry and byte field; ValueError if malformed."""
+    if type(item) is dict and set(item) == {"name", "size", "truncated"} and type(content) is bytes:
+        name, size, truncated = item["name"], item["size"], item["truncated"]
+        if type(name) is str and type(size) is int and size >= 0 and type(truncated) is bool:
+            return CollectedFile(name, size, truncated, content)
+    raise ValueError(f"collected file {index} is malformed")
 
 
 class WorkerConfig(NamedTuple):

@@ -46,14 +46,14 @@ from .confinement import (
     randomise_pid_counter,
     take_protocol_descriptors,
 )
-from .contract import JobOrder, WorkerConfig
+from .contract import PROTOCOL, JobOrder, JobReply, WorkerConfig
 from .jobfs import JobFileSystems
 from .memory import MemoryLimit, protect_self
 from .processes import pin_proc, sweep_descendants
-from .supervise import CpuCounter, DiskWatch, Watch, watch
+from .supervise import CpuCounter, DiskWatch, Watch, Watched, watch
 from .warming import Demand
 from .zygote import ZygoteFacts
-from .zygote_client import Zygote, ZygoteGone
+from .zygote_client import WaitingJob, Zygote, ZygoteGone
 
 
 def main(argv: list[str]) -> int:
@@ -65,6 +65,17 @@ def main(argv: list[str]) -> int:
         if os.getppid() != config.parent_pid:
             return 1
     confinement = Confinement()
+    files = _confine(config, confinement, proto_in, proto_out)
+    # Not under /tmp, which is mounted anew for every job.
+    os.chdir("/")
+    zygote = _start_zygote(config, confinement)
+    framing.write_frame(proto_out, _ready_message(config, confinement, files, zygote))
+    return _serve(Server(config, confinement, files, zygote), proto_in, proto_out)
+
+
+def _confine(config: WorkerConfig, confinement: Confinement, proto_in: int, proto_out: int) -> JobFileSystems:
+    """Make the worker's namespaces and mounts, in this order, before the zygote and any job
+    exist (what could not be made is noted in ``confinement``); the jobs' file systems."""
     # First, while the worker is (mapped) root of the mount namespace it was started in.
     mount_private_tmpfs(config, confinement)
     enter_job_namespaces(config, confinement, proto_in, proto_out)
@@ -85,8 +96,11 @@ def main(argv: list[str]) -> int:
     note = files.probe()
     if note:
         confinement.notes.append(note)
-    # Not under /tmp, which is mounted anew for every job.
-    os.chdir("/")
+    return files
+
+
+def _start_zygote(config: WorkerConfig, confinement: Confinement) -> Zygote:
+    """The zygote, started, with the first job forked ahead."""
     facts = ZygoteFacts(
         pid_namespace_fd=confinement.pid_namespace_fd,
         job_uid=confinement.job_uid,
@@ -97,26 +111,34 @@ def main(argv: list[str]) -> int:
     calibrate_process_limit(confinement)
     randomise_pid_counter(confinement)
     zygote.fork_ahead()
-    framing.write_frame(
-        proto_out,
-        {
-            "ready": True,
-            "pid": os.getpid(),
-            "euid": os.geteuid(),
-            "job_pid_namespace": confinement.pid_namespace_fd is not None,
-            "job_uid": confinement.job_uid,
-            "read_only_host": config.read_only_host,
-            "nproc_enforced": confinement.nproc_base is not None,
-            "job_tmpfs": [path for path, _ in config.job_tmpfs] if files.fresh else [],
-            "job_proc": confinement.own_proc,
-            "random_pids": confinement.pid_counter_fd is not None,
-            "preloaded": [name for name in config.preload if name not in zygote.preload_errors],
-            "preload_errors": zygote.preload_errors,
-            "notes": confinement.notes,
-        },
-    )
-    server = Server(config, confinement, files, zygote)
-    demand = Demand(config)
+    return zygote
+
+
+def _ready_message(
+    config: WorkerConfig, confinement: Confinement, files: JobFileSystems, zygote: Zygote
+) -> dict[str, Any]:
+    """The ``ready`` message: the protocol this worker speaks and what its confinement achieved."""
+    return {
+        "ready": True,
+        "protocol": PROTOCOL,
+        "pid": os.getpid(),
+        "euid": os.geteuid(),
+        "job_pid_namespace": confinement.pid_namespace_fd is not None,
+        "job_uid": confinement.job_uid,
+        "read_only_host": config.read_only_host,
+        "nproc_enforced": confinement.nproc_base is not None,
+        "job_tmpfs": [path for path, _ in config.job_tmpfs] if files.fresh else [],
+        "job_proc": confinement.own_proc,
+        "random_pids": confinement.pid_counter_fd is not None,
+        "preloaded": [name for name in config.preload if name not in zygote.preload_errors],
+        "preload_errors": zygote.preload_errors,
+        "notes": confinement.notes,
+    }
+
+
+def _serve(server: Server, proto_in: int, proto_out: int) -> int:
+    """Answer job requests, one reply each, until stdin closes or the worker must stop."""
+    demand = Demand(server.config)
     problems: list[str] = []
     while True:
         try:
@@ -128,35 +150,28 @@ def main(argv: list[str]) -> int:
             # this one on a new worker.
             reason = f"could not clean the job's directories: {'; '.join(problems)}"[:1000]
             print(f"worker retires: {reason}", file=sys.stderr, flush=True)
-            framing.write_frame(proto_out, {"id": request.get("id"), "not_run": True, "retire": reason}, {})
-            return 0
-        blobs: dict[str, bytes] = {}
-        try:
-            reply = server.run_job(request, blobs)
-        except ZygoteGone as error:
-            # Not the harness's failure, and maybe the job's doing: the job is reported killed.
-            reply, blobs = (
-                {"id": request.get("id"), "lost": f"the worker's zygote is gone: {error}"[:1000]},
-                {},
+            framing.write_frame(
+                proto_out, *JobReply(_request_id(request), not_run=True, retire=reason).encode()
             )
-            server.retire = reply["lost"]
-        except Exception as error:
-            reply, blobs = {"id": request.get("id"), "error": f"{type(error).__name__}: {error}"[:2000]}, {}
-        if server.retire is not None:
-            reply["retire"] = server.retire
-        framing.write_frame(proto_out, reply, blobs)
-        if server.retire is not None:
             return 0
-        del reply, blobs
+        reply = server.answer(request)
+        framing.write_frame(proto_out, *reply.encode())
+        if reply.retire is not None:
+            return 0
+        del reply
         # After the reply: the harness reads it meanwhile.
-        problems = files.close()
+        problems = server.files.close()
         # After the reply, so the import's cost is off this job's path.
         wanted = demand.after_job(str(request.get("code", "")), real_gurobipy=request.get("gurobi") == "real")
         if wanted:
             try:
-                zygote.warm(wanted)
+                server.zygote.warm(wanted)
             except ZygoteGone:
                 return 0
+
+
+def _request_id(request: dict[str, Any]) -> str:
+    return str(request.get("id", ""))
 
 
 class Server:
@@ -176,15 +191,43 @@ class Server:
         self.retire: str | None = None
         """Set when the zygote is gone: why (the worker then stops after the reply)."""
 
-    def run_job(self, request: dict[str, Any], blobs: dict[str, bytes]) -> dict[str, Any]:
-        """Run one job; its reply (``blobs`` receives the reply's byte fields: output, channel,
-        model files, sent raw beside it)."""
+    def answer(self, request: dict[str, Any]) -> JobReply:
+        """The reply to one request: its job's, else why the job was lost or could not run;
+        ``retire`` set when the worker must stop after it."""
+        try:
+            reply = self.run_job(request)
+        except ZygoteGone as error:
+            # Not the harness's failure, and maybe the job's doing: the job is reported killed.
+            self.retire = f"the worker's zygote is gone: {error}"[:1000]
+            reply = JobReply(_request_id(request), lost=self.retire)
+        except Exception as error:
+            reply = JobReply(_request_id(request), error=f"{type(error).__name__}: {error}"[:2000])
+        return reply if self.retire is None else reply._replace(retire=self.retire)
+
+    def run_job(self, request: dict[str, Any]) -> JobReply:
+        """Run one job; its reply (output, channel and model files are sent raw beside it)."""
         limits = request["limits"]
-        workdir, tmpdir = self.files.workdir, self.files.tmpdir
         self.files.open()
-        workdir_files.prepare(request, workdir, tmpdir, self.confinement.job_uid)
+        workdir_files.prepare(request, self.files.workdir, self.files.tmpdir, self.confinement.job_uid)
+        order = self._order(request)
+        disk = DiskWatch(self.config.disk_watch, self.config.disk_mib << 20)
+        self.memory.hold(int(limits["memory_mib"]))
+        job = self.zygote.take()
+        channel = ResultChannel(job.channel_fd, request["nonce"])
+        try:
+            self.zygote.begin(job, order)
+            watched, out_of_memory = self._watch(job, limits, disk)
+            return self._collect(request, job, channel, watched, out_of_memory=out_of_memory)
+        finally:
+            for fd in (job.stdout_fd, job.stderr_fd):
+                os.close(fd)
+            channel.close()
+
+    def _order(self, request: dict[str, Any]) -> JobOrder:
+        """What the job forked ahead is sent: its limits as the job applies them to itself."""
+        limits = request["limits"]
         nproc = self.confinement.nproc_base
-        order = JobOrder(
+        return JobOrder(
             nonce=request["nonce"],
             cpu_s=float(limits["cpu_s"]),
             allowance_bytes=self._allowance_mib(limits) << 20,
@@ -194,86 +237,92 @@ class Server:
             nproc_limit=None if nproc is None else nproc + int(limits["max_processes"]),
             gurobi=request["gurobi"],
         )
-        disk = DiskWatch(self.config.disk_watch, self.config.disk_mib << 20)
-        self.memory.hold(int(limits["memory_mib"]))
-        job = self.zygote.take()
-        stdout_fd, stderr_fd = job.stdout_fd, job.stderr_fd
-        channel = ResultChannel(job.channel_fd, request["nonce"])
+
+    def _watch(self, job: WaitingJob, limits: dict[str, Any], disk: DiskWatch) -> tuple[Watched, bool]:
+        """Watch the begun job to its end; how it ended, and whether it ran out of memory."""
         try:
-            self.zygote.begin(job, order)
-            sweep = self.confinement.pid_namespace_fd is None
-            try:
-                watched = watch(
-                    job.pid,
-                    job.pidfd,
-                    limits,
-                    Watch(
-                        outputs=(stdout_fd, stderr_fd),
-                        disk=disk,
-                        count_processes=nproc is None,
-                        share_cpus=self.share_cpus,
-                        counter=self.counter,
-                        sweep=sweep,
-                        memory_bytes=None if self.memory.enforced else int(limits["memory_mib"]) << 20,
-                        tmpfs=tuple(path for path, _ in self.config.job_tmpfs) if self.files.fresh else (),
-                    ),
-                )
-                # A job killed just now may still be going: nothing of it may run on while its
-                # records and files are read (in its own PID namespace the kernel kills every
-                # process in it before the job's pidfd becomes readable).
-                select.select([job.pidfd], [], [])
-            finally:
-                os.close(job.pidfd)
-                out_of_memory = self.memory.release()
-            started = self.zygote.started(job)
-            output_cap = int(limits["output_bytes"])
-            stdout, stdout_bytes = _read_tail(stdout_fd, output_cap)
-            stderr, stderr_bytes = _read_tail(stderr_fd, output_cap)
-            if sweep:
-                # Without a PID namespace of its own, the job's descendants are swept, once the
-                # zygote has reaped the job (the sweep takes every process below this one but
-                # the zygote).
-                status, usage = self.zygote.reaped()
-                sweep_descendants(spare=self.zygote.pid)
-            # Twice the record budget: the harness keeps at most half of it for solves.
-            channel_bytes, channel_dropped = channel.read_all(2 * int(limits.get("record_mib", 16)) << 20)
-            files, dropped = workdir_files.collect_files(
-                workdir,
-                request["collect"],
-                limit_bytes=int(limits["file_size_mib"]) << 20,
-                budget_bytes=files_budget_bytes(limits),
+            watched = watch(
+                job.pid,
+                job.pidfd,
+                limits,
+                Watch(
+                    outputs=(job.stdout_fd, job.stderr_fd),
+                    disk=disk,
+                    count_processes=self.confinement.nproc_base is None,
+                    share_cpus=self.share_cpus,
+                    counter=self.counter,
+                    sweep=self.confinement.pid_namespace_fd is None,
+                    memory_bytes=None if self.memory.enforced else int(limits["memory_mib"]) << 20,
+                    tmpfs=tuple(path for path, _ in self.config.job_tmpfs) if self.files.fresh else (),
+                ),
             )
-            if not sweep:
-                # Late, so that the zygote has reaped the job meanwhile instead of being waited for.
-                status, usage = self.zygote.reaped()
-            # The next job is forked now, while this one's reply travels.
-            randomise_pid_counter(self.confinement)
-            self.zygote.fork_ahead()
-            blobs.update({"stdout": stdout, "stderr": stderr, "channel": channel_bytes})
-            for index, item in enumerate(files):
-                blobs[f"file:{index}"] = item.pop("content")
-            return {
-                "id": request.get("id"),
-                "exit_code": os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
-                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-                "started": started,
-                "killed_for": watched.killed_for or ("memory" if out_of_memory else None),
-                "wall_s": watched.wall_s,
-                "starved_s": watched.starved_s,
-                "cpu_s": usage.ru_utime + usage.ru_stime,
-                "cpu_received_s": watched.cpu_received_s,
-                "max_rss_kib": usage.ru_maxrss,
-                "stdout_bytes": stdout_bytes,
-                "stderr_bytes": stderr_bytes,
-                "channel_dropped": channel_dropped,
-                "files": files,
-                "files_dropped": dropped,
-                "workdir": workdir,
-            }
+            # A job killed just now may still be going: nothing of it may run on while its
+            # records and files are read (in its own PID namespace the kernel kills every
+            # process in it before the job's pidfd becomes readable).
+            select.select([job.pidfd], [], [])
         finally:
-            for fd in (stdout_fd, stderr_fd):
-                os.close(fd)
-            channel.close()
+            os.close(job.pidfd)
+            out_of_memory = self.memory.release()
+        return watched, out_of_memory
+
+    def _collect(
+        self,
+        request: dict[str, Any],
+        job: WaitingJob,
+        channel: ResultChannel,
+        watched: Watched,
+        *,
+        out_of_memory: bool,
+    ) -> JobReply:
+        """Read what the ended job left (output, records, model files), fork the next job, and
+        the reply."""
+        limits = request["limits"]
+        sweep = self.confinement.pid_namespace_fd is None
+        started = self.zygote.started(job)
+        output_cap = int(limits["output_bytes"])
+        stdout, stdout_bytes = _read_tail(job.stdout_fd, output_cap)
+        stderr, stderr_bytes = _read_tail(job.stderr_fd, output_cap)
+        if sweep:
+            # Without a PID namespace of its own, the job's descendants are swept, once the
+            # zygote has reaped the job (the sweep takes every process below this one but
+            # the zygote).
+            status, usage = self.zygote.reaped()
+            sweep_descendants(spare=self.zygote.pid)
+        # Twice the record budget: the harness keeps at most half of it for solves.
+        channel_bytes, channel_dropped = channel.read_all(2 * int(limits.get("record_mib", 16)) << 20)
+        files, dropped = workdir_files.collect_files(
+            self.files.workdir,
+            request["collect"],
+            limit_bytes=int(limits["file_size_mib"]) << 20,
+            budget_bytes=files_budget_bytes(limits),
+        )
+        if not sweep:
+            # Late, so that the zygote has reaped the job meanwhile instead of being waited for.
+            status, usage = self.zygote.reaped()
+        # The next job is forked now, while this one's reply travels.
+        randomise_pid_counter(self.confinement)
+        self.zygote.fork_ahead()
+        return JobReply(
+            id=_request_id(request),
+            exit_code=os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
+            signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            started=started,
+            killed_for=watched.killed_for or ("memory" if out_of_memory else None),
+            wall_s=watched.wall_s,
+            starved_s=watched.starved_s,
+            cpu_received_s=watched.cpu_received_s,
+            cpu_s=usage.ru_utime + usage.ru_stime,
+            max_rss_kib=usage.ru_maxrss,
+            stdout=stdout,
+            stderr=stderr,
+            stdout_bytes=stdout_bytes,
+            stderr_bytes=stderr_bytes,
+            channel=channel_bytes,
+            channel_dropped=channel_dropped,
+            files=files,
+            files_dropped=dropped["files"],
+            files_dropped_bytes=dropped["bytes"],
+        )
 
     def _allowance_mib(self, limits: dict[str, Any]) -> int:
         """Address space a job may add: its ``memory_mib`` less the private tmpfs it can fill.

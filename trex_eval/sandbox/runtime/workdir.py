@@ -9,7 +9,7 @@ import stat
 import time
 from typing import Any
 
-from .contract import PROGRAM_FILE, WORKDIR_TOKEN
+from .contract import PROGRAM_FILE, WORKDIR_TOKEN, CollectedFile
 
 _MAX_COLLECTED_FILES = 100
 _MAX_COLLECTED_BYTES = 64 << 20
@@ -110,10 +110,9 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 def collect_files(
     workdir: str, patterns: list[str], *, limit_bytes: int, budget_bytes: int = _MAX_COLLECTED_BYTES
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Regular files under ``workdir`` matching ``patterns`` (symlinks and specials ignored), their
-    ``content`` as bytes, in the order they were last written (graders take the last one as the
-    program's final model),
+) -> tuple[tuple[CollectedFile, ...], dict[str, int]]:
+    """Regular files under ``workdir`` matching ``patterns`` (symlinks and specials ignored), in
+    the order they were last written (graders take the last one as the program's final model),
     and what was left out: ``{"files": n, "bytes": b}``.
 
     The newest files are kept while their total stays within ``budget_bytes`` (the newest one
@@ -138,7 +137,7 @@ def collect_files(
     dropped = {"files": len(candidates) - len(chosen), "bytes": 0}
     kept = {candidate[1] for candidate in chosen}
     dropped["bytes"] = sum(candidate[3] for candidate in candidates if candidate[1] not in kept)
-    found: list[dict[str, Any]] = []
+    found: list[tuple[int, str, CollectedFile]] = []
     remaining = budget
     for _, relative, path, _ in reversed(chosen):
         try:
@@ -156,19 +155,9 @@ def collect_files(
         finally:
             os.close(fd)
         remaining -= len(data)
-        found.append(
-            {
-                "name": relative,
-                "content": data,
-                "size": size,
-                "truncated": len(data) < size,
-                "mtime_ns": info.st_mtime_ns,
-            }
-        )
-    found.sort(key=lambda item: (item["mtime_ns"], item["name"]))
-    for item in found:
-        del item["mtime_ns"]
-    return found, dropped
+        found.append((info.st_mtime_ns, relative, CollectedFile(relative, size, len(data) < size, data)))
+    found.sort(key=lambda item: item[:2])
+    return tuple(item[2] for item in found), dropped
 
 
 def _scan(root: str) -> list[tuple[str, str, os.stat_result]]:
