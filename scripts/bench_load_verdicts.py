@@ -52,8 +52,11 @@ def audit(
         group.mkdir()
     except OSError:
         group = None  # type: ignore[assignment]
+    # -P: ``python -m`` would put the working folder first on sys.path, so that run from a
+    # checkout both sides would import the checkout's trex_eval, whatever ``tree`` says.
     command = [
         sys.executable,
+        "-P",
         "-m",
         "trex_eval",
         "audit",

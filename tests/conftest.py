@@ -11,6 +11,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Tests count, time and budget re-solves: a store of re-solve results kept across test sessions
+# (the user's cache) would answer them from an earlier session. Tests of the store opt in.
+os.environ["TREX_RESOLVE_STORE"] = "off"
+
 
 def _data_dir() -> Path | None:
     """The data directory ``trex-eval run`` would use (one rule: ``TREX_DATA_DIR``, else

@@ -157,7 +157,7 @@ def test_the_seams_list_their_names_without_importing_an_implementation() -> Non
     found = json.loads(answer.stdout)
     assert found["listed"][0] == "openai, vllm, local, replay, reference, sglang"
     assert found["listed"][3].startswith(f"strict@{TOLERANCE_RULE_VERSION}, rel@")
-    assert found["listed"][4] == "binary@1, staged@1"
+    assert found["listed"][4] == "binary@1, staged@2, sirl@1"
     implementations = {
         *(entry.target.partition(":")[0] for registry in (BACKENDS, RULES) for entry in registry.entries()),
         "trex_eval.protocols.base", "trex_eval.protocols.default", "trex_eval.protocols.trex_compat",
@@ -172,7 +172,9 @@ def _spec(backend: str, **options: str | int | float | bool | None) -> BackendSp
 
 def test_a_backend_declares_its_dry_run_and_its_endpoint_counters() -> None:
     # vllm declares a dry run (its server command line); reference does not: the spec is shown.
-    assert dry_run(_spec("vllm"))["argv"][:3] == ["vllm", "serve", "m"]  # type: ignore[index]
+    # argv[0] is TREX_VLLM_EXECUTABLE where one is set (CI's vllm virtualenv), else "vllm".
+    argv = dry_run(_spec("vllm"))["argv"]
+    assert Path(argv[0]).name == "vllm" and argv[1:3] == ["serve", "m"]  # type: ignore[index]
     assert dry_run(_spec("reference")) == {"backend": "reference", "model": "m", "options": {}}
     assert BACKENDS.get("reference").dry_run is None and BACKENDS.get("vllm").dry_run is not None
     # The optional capability is declared (a runtime-checkable protocol), not found by name.
@@ -204,7 +206,7 @@ def test_rules_and_policies_keep_their_versions_and_messages() -> None:
         ConfigError, match=r"unknown grading rule 'stirct' \(did you mean 'strict' or 'sirl'\?\)"
     ):
         get_rule("stirct")
-    assert get_policy(" staged@1 ").spec == "staged@1"
+    assert get_policy(" staged@2 ").spec == "staged@2"
     with pytest.raises(ConfigError, match=r"unknown reward policy 'binry' \(did you mean 'binary'\?\)"):
         get_policy("binry")
 

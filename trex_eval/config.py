@@ -12,6 +12,9 @@ Environment variables understood by trex-eval:
     dir + ``trex-eval``).
 ``TREX_CONFIG_DIR``
     Where a user ``models.yaml`` is looked up (default: the platform user config dir).
+``TREX_RESOLVE_STORE``
+    Folder of the persistent store of re-solve results (default: the cache root +
+    ``resolves``); ``off`` disables it (:mod:`trex_eval.verify.store`).
 ``TREX_VLLM_EXECUTABLE``
     A ``vllm`` executable to start (e.g. from another virtualenv); default: ``vllm`` on PATH.
 ``TREX_PROGRESS_INTERVAL_S``
@@ -32,6 +35,7 @@ API keys
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import platformdirs
@@ -66,6 +70,42 @@ def config_dir() -> Path:
     """User configuration root for trex-eval (not created)."""
     override = getenv("TREX_CONFIG_DIR")
     return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME))
+
+
+_store_withdrawn: list[str] = []
+"""Why this process no longer uses the store of re-solve results (:func:`withdraw_resolve_store`)."""
+
+
+def withdraw_resolve_store(reason: str) -> Path | None:
+    """Stop using the store of re-solve results in this process, for good, and empty it (it is a
+    cache); returns the folder emptied, if any. For a process whose programs can write the folder
+    (a sandbox at the ``rlimits`` level runs them as the harness's user): no entry such a program
+    could have forged is read, nor anything written later. A folder another process trusts again
+    may hold what such a program left after this: the isolation report says to run untrusted
+    programs under bubblewrap."""
+    store = resolve_store_dir()
+    if not _store_withdrawn:
+        _store_withdrawn.append(reason)
+    if store is not None:
+        shutil.rmtree(store, ignore_errors=True)
+    return store
+
+
+def resolve_store_withdrawn() -> str | None:
+    """Why :func:`withdraw_resolve_store` stopped the store in this process, or None."""
+    return _store_withdrawn[0] if _store_withdrawn else None
+
+
+def resolve_store_dir() -> Path | None:
+    """Folder of the persistent store of re-solve results (not created): ``TREX_RESOLVE_STORE``,
+    else :func:`cache_dir` + ``resolves``; ``None`` when ``TREX_RESOLVE_STORE`` is ``off`` or
+    this process withdrew the store (:func:`withdraw_resolve_store`)."""
+    if _store_withdrawn:
+        return None
+    override = getenv("TREX_RESOLVE_STORE")
+    if override is not None and override.strip().lower() == "off":
+        return None
+    return Path(override).expanduser() if override else cache_dir() / "resolves"
 
 
 def data_dir_from_env() -> Path | None:

@@ -36,6 +36,11 @@ MAX_QUADRATIC_ROWS = 10_000
 """Quadratic constraints a re-solve takes: each is a Python-level expression and constraint with
 a fixed overhead of its own in every solver, and the size check walks this list. Honest models
 hold a handful (a ball, a risk budget); a default record could hold ~170,000 empty ones."""
+CERTIFICATE = "certificate"
+"""``SolveRecord.verified_by`` of a claim the harness matched with an LP's optimality certificate
+(the solver's primal and dual values, :attr:`LinearModel.primal` and :attr:`LinearModel.row_duals`,
+checked exactly: :mod:`trex_eval.verify.certificate`) instead of a re-solve; its evidence's
+``source`` is ``"certified"``."""
 VariableType = Literal["C", "I", "B", "S", "N"]
 """Continuous, integer, binary, semi-continuous, semi-integer."""
 
@@ -84,6 +89,12 @@ class LinearModel(Record):
     (all of them or none: a model whose count exceeds the list cannot be verified); likewise
     ``sos`` (counted in ``n_sos``) and ``indicators`` (counted in ``n_general_constraints``, which
     also counts general constraints no field holds).
+
+    ``primal`` and ``row_duals`` are the solver's values at the optimum it reported (one per
+    column and one per row, both or neither; continuous LPs only, where the hook could read
+    them): the candidate certificate of optimality the harness checks before it re-solves
+    (:mod:`trex_eval.verify.certificate`). Like everything here they are the program's word; the
+    model's digests leave them out.
     """
 
     sense: Literal["min", "max"]
@@ -106,6 +117,8 @@ class LinearModel(Record):
     q_constraints: tuple[QuadraticConstraint, ...] = ()
     sos: tuple[SOSConstraint, ...] = ()
     indicators: tuple[IndicatorConstraint, ...] = ()
+    primal: tuple[float, ...] = ()
+    row_duals: tuple[float, ...] = ()
 
     @property
     def num_vars(self) -> int:

@@ -276,13 +276,12 @@ class Program(Record):
 class SolveRecord(Record):
     """One solve call observed by the sandbox hooks.
 
-    Everything but the two verification fields is a claim of the program's process (the hooks
-    run there, beside the program). ``objective`` is the solver's reported objective (``None``
-    unless a solution exists). ``verified_objective`` is the harness's own re-solve of ``model``
-    in a verifier process of the harness's own (``None`` if not verified); ``verification`` says what happened
-    (``"match"``, ``"mismatch"``, ``"skipped: <why>"``, ``None``: not attempted yet) and
-    ``verified_by`` names the harness's solver (``highs``, ``gurobipy``, ``scip``). See
-    :mod:`trex_eval.verify` for the contract.
+    All but the verification fields are claims of the program's process (where the hooks run):
+    ``objective``, the solver's reported objective (``None`` unless a solution exists).
+    ``verified_objective``: the harness's own re-solve of ``model``, in a verifier process.
+    ``verification``: ``"match"``, ``"mismatch"``, ``"skipped: <why>"``, ``None`` (not yet);
+    ``verified_by``: the harness's solver (``highs``, ``gurobipy``, ``scip``; ``certificate``: an LP's
+    optimality certificate), read from the store of results when ``verified_from_store`` (:mod:`.verify`).
     """
 
     library: Name
@@ -296,6 +295,7 @@ class SolveRecord(Record):
     verified_objective: float | None = None
     verification: Text | None = None
     verified_by: str | None = None
+    verified_from_store: bool = False
 
 
 class WrittenFile(Record):
@@ -370,16 +370,17 @@ class Execution(Record):
 class ObjectiveEvidence(Record):
     """Why an objective rule decided: predicted vs reference and the tolerances applied.
 
-    ``predicted`` is the value the rule graded: the harness's own re-solve of the captured model
-    when it matched the claim (``source="verified"``), else the program's claim (``hook``: the
-    hooked solve; ``printed``: stdout; ``binding:<name>``: a module-level model), which can then
-    pass only as ``unverified`` or under a rule that trusts claims. ``claimed`` is the program's
-    own number, kept beside it (``None`` in records graded before objective rules graded the
-    harness's value, whose ``predicted`` is the claim); ``verified_objective`` is the harness's
-    re-solve, when one ran. ``digits`` is set by rounding rules (both values rounded to that many
-    decimals first). A ``-negated`` source (``verified-negated``, ``hook-negated``) says that
-    ``predicted`` is the negation of that value: a minimise-only solver's optimum whose sign the
-    program or the benchmark gave (:mod:`trex_eval.grading.objective.sign`).
+    ``predicted`` is the value the rule graded: the harness's own re-solve of the captured model when it
+    matched the claim (``source="verified"``; ``"certified"``: an LP's optimality certificate), else the
+    program's claim (``hook``: the hooked solve; ``printed``: stdout; ``binding:<name>``: a module-level
+    model), which can then pass only as ``unverified`` or under a rule that trusts claims. ``claimed`` is the
+    program's own number, kept beside it (``None`` in records graded before objective rules graded the
+    harness's value, whose ``predicted`` is the claim); ``verified_objective`` is the harness's re-solve, when
+    one ran (``stored``: read from :mod:`trex_eval.verify.store`, not solved again for this grade). ``digits``
+    is set by rounding rules (both values rounded to that many decimals first). A ``-negated`` source
+    (``verified-negated``, ``certified-negated``, ``hook-negated``) says that ``predicted`` is the negation of
+    that value: a minimise-only solver's optimum whose sign the program or the benchmark gave
+    (:mod:`trex_eval.grading.objective.sign`).
     """
 
     kind: Literal["objective"] = "objective"
@@ -395,6 +396,7 @@ class ObjectiveEvidence(Record):
     verified_objective: float | None = None
     source: str = "hook"
     claimed: float | None = None
+    stored: bool = False
 
 
 class StructureCheck(Record):

@@ -171,6 +171,10 @@ class DiagnosisCategory(str, Enum):
     ``JSONDecodeError`` raised outside a solver library."""
     RUNTIME_OTHER = "runtime_other"
     """Any other exception, a non-zero exit, an output limit or a killed process."""
+    CRASHED_AFTER_SOLVE = "crashed_after_solve"
+    """The program solved correctly, then raised: its last captured solve was optimal and the
+    harness's re-solve of the captured model is accepted by the sample's rule (it would pass
+    without the crash, or under the ``after-solve`` protocol option)."""
     TIMEOUT = "timeout"
     """The program ran out of wall or CPU time, or its last solve stopped at a time limit."""
     MEMORY = "memory"

@@ -75,7 +75,7 @@ def orthought_published(result: float, truth: float) -> bool:
 )
 def test_each_peer_rule_cites_its_source_file(rule: str, repository: str, path: str) -> None:
     built = get_rule(rule)
-    assert built.spec == f"{rule}@2" and get_rule(built.spec) == built
+    assert built.spec == f"{rule}@3" and get_rule(built.spec) == built
     assert f"(source: {repository} {path}" in built.description
     assert repository in family(rule).summary and path in family(rule).summary
 

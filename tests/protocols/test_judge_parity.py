@@ -121,8 +121,13 @@ def _stored(run_dir: Path) -> dict[Item, Outcome]:
 
 
 def _by_scorer(completions: dict[Item, str], data_dir: Path) -> dict[Item, Outcome]:
+    # The judge is compared, so the reward side shows what its records otherwise withhold (the
+    # label in reasons, reference-derived diagnoses): tests/reward/test_label_free.py covers that.
     settings = ScorerSettings(
-        benchmarks=tuple(dict.fromkeys(b for b, _ in completions)), data_dir=data_dir, diagnose=True
+        benchmarks=tuple(dict.fromkeys(b for b, _ in completions)),
+        data_dir=data_dir,
+        diagnose=True,
+        show_reference=True,
     )
     requests = [
         RewardRequest(problem=ProblemKey(benchmark=bench, problem_id=pid), completion=text)
@@ -145,8 +150,8 @@ def _by_scorer(completions: dict[Item, str], data_dir: Path) -> dict[Item, Outco
 def server(tmp_path: Path, data_dir: Path) -> Iterator[str]:
     benchmarks = ("-b", "b4o-feasible", "-b", "b4o-orgeval", "-b", "nl4opt")
     process = subprocess.Popen(
-        [sys.executable, "-m", "trex_eval", "serve", *benchmarks, "--diagnose", "--port", "0",
-         "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "trex_eval", "serve", *benchmarks, "--diagnose", "--show-reference",
+         "--port", "0", "--data-dir", str(data_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -243,7 +248,9 @@ def test_the_scorer_diagnoses_inline_problems_and_shares_reference_models_across
         completion=_without_first_constraint(reference_completion_text(problem)),
     )
     inline = RewardRequest(problem=InlineProblem(value=110.0), completion=ELEVEN)
-    settings = ScorerSettings(benchmarks=("b4o-feasible",), data_dir=data_dir, diagnose=True)
+    settings = ScorerSettings(
+        benchmarks=("b4o-feasible",), data_dir=data_dir, diagnose=True, show_reference=True
+    )
     with RewardScorer(settings) as scorer, ThreadPoolExecutor(2) as threads:
         # Two calls at once: two event loops, one reference program's capture each may await.
         batches = list(threads.map(lambda _: scorer.score([dropped, inline]), range(2)))

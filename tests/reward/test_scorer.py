@@ -154,7 +154,7 @@ def test_unknown_problems_fail_before_anything_runs(scorer: RewardScorer, tmp_pa
 
 def test_the_staged_policy_pays_each_stage(data_dir: Path) -> None:
     failing = "```python\nraise ValueError('no model')\n```"
-    with RewardScorer(ScorerSettings(policy="staged@1", data_dir=data_dir, workers=1)) as staged:
+    with RewardScorer(ScorerSettings(policy="staged@2", data_dir=data_dir, workers=1)) as staged:
         records = staged.score(
             [
                 RewardRequest(problem=InlineProblem(value=11.0), completion=LP),
@@ -172,7 +172,7 @@ def test_the_staged_policy_pays_each_stage(data_dir: Path) -> None:
         ("format", 0.1),
         ("no_code", 0.0),
     ]
-    assert {r.policy for r in records} == {"staged@1"}
+    assert {r.policy for r in records} == {"staged@2"}
 
 
 def test_policies_are_versioned_like_rules() -> None:
@@ -205,8 +205,9 @@ def test_a_rules_conversion_fallback_pays_as_a_run_grades(data_dir: Path) -> Non
     assert verdicts["optmath"][:2] == (Verdict.WRONG, 0.0)
     assert verdicts["optmath:fallback=true"][:2] == (Verdict.CORRECT, 1.0)
     assert verdicts["optmath:fallback=true"][2].startswith(
-        "conversion fallback (objective sense to minimise)"
+        "conversion fallback (objective sense to minimise): matches the reference under optmath@"
     )
+    assert verdicts["optmath:fallback=true"][2].endswith("; as written: wrong")
 
 
 def test_diagnosis_when_asked_names_why_a_rollout_failed_and_changes_no_reward(data_dir: Path) -> None:
@@ -220,10 +221,17 @@ def test_diagnosis_when_asked_names_why_a_rollout_failed_and_changes_no_reward(d
     )
     request = RewardRequest(problem=ProblemKey(benchmark=bench, problem_id=row.id), completion=flipped)
     records = {}
-    for diagnose in (False, True):
-        settings = ScorerSettings(benchmarks=(bench,), data_dir=data_dir, workers=1, diagnose=diagnose)
+    # (diagnose, show_reference): a diagnosis that relates the model to the reference (here: the
+    # sense flipped meets it, which gives the label away) is withheld unless the reference may show.
+    for asked in ((False, False), (True, False), (True, True)):
+        settings = ScorerSettings(
+            benchmarks=(bench,), data_dir=data_dir, workers=1, diagnose=asked[0], show_reference=asked[1]
+        )
         with RewardScorer(settings) as scorer:
-            [records[diagnose]] = scorer.score([request])
-    assert (records[True].reward, records[True].verdict) == (records[False].reward, records[False].verdict)
-    assert records[False].verdict is Verdict.WRONG and records[False].diagnosis is None
-    assert records[True].diagnosis is not None and records[True].diagnosis.category.value == "sense_flipped"
+            [records[asked]] = scorer.score([request])
+    plain, withheld, shown = records[False, False], records[True, False], records[True, True]
+    assert {(r.reward, r.verdict) for r in (plain, withheld, shown)} == {(0.0, Verdict.WRONG)}
+    assert plain.diagnosis is None
+    assert shown.diagnosis is not None and shown.diagnosis.category.value == "sense_flipped"
+    assert withheld.diagnosis is not None and withheld.diagnosis.category.value == "unexplained"
+    assert withheld.diagnosis.detail.startswith("withheld") and "reference" not in withheld.diagnosis.evidence

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import sys
 
 import pytest
 
@@ -59,3 +60,26 @@ def test_missing_library() -> None:
     licence = solver_licence("coptpy", {"installed": False}, today=dt.date(2026, 1, 1))
 
     assert not licence.installed and not licence.ok and licence.warning is None
+
+
+def test_no_probe_process_where_neither_library_can_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    # None in sys.modules is Python's own "this module cannot be imported": the harness then
+    # finds neither library and starts no probe, which (both being installed here) would have
+    # reported them installed.
+    monkeypatch.setitem(sys.modules, "gurobipy", None)
+    monkeypatch.setitem(sys.modules, "coptpy", None)
+    report = licence_preflight(today=dt.date(2026, 11, 29))
+
+    assert [(s.library, s.installed, s.ok, s.warning) for s in report.solvers] == [
+        ("gurobipy", False, False, None),
+        ("coptpy", False, False, None),
+    ]
+    assert not report.gurobipy_ok and report.warnings == ()
+
+
+def test_one_importable_library_is_still_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "coptpy", None)  # the harness's view; the probe finds both
+    report = licence_preflight(today=dt.date(2026, 11, 29))
+
+    gurobipy = report.get("gurobipy")
+    assert gurobipy is not None and gurobipy.installed and gurobipy.ok

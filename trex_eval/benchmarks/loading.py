@@ -252,6 +252,19 @@ def reads_data_dir(names: Sequence[str]) -> bool:
     return any(load_spec(resolve_spec_path(name)).source.root == "data" for name in names)
 
 
+def source_root(name_or_path: str, *, data_dir: Path | None) -> Path:
+    """The folder :func:`load_benchmark` would give as ``Benchmark.root``, from the YAML alone (no
+    row is read): what a run hides from programs, known before the data loads.
+
+    Raises:
+        BenchmarkError: an unknown name, an invalid YAML, or a data directory it needs and lacks.
+    """
+    spec_path = resolve_spec_path(name_or_path)
+    spec = load_spec(spec_path)
+    source = (_source_base(spec, spec_path, data_dir) / spec.source.path).resolve()
+    return source if source.is_dir() else source.parent
+
+
 # --------------------------------------------------------------------------- loading
 
 

@@ -30,6 +30,8 @@ class ProblemBuilder:
     def __init__(self, spec: BenchmarkSpec, *, source_root: Path, data_dir: Path | None) -> None:
         self.spec = spec
         self.source_root = source_root
+        # Resolved once, not per row: a realpath walk of the whole path is most of a row's cost.
+        self._resolved_root = source_root.resolve()
         self._digests: dict[Path, str] = {}
         self._statuses = self._load_statuses(data_dir)
 
@@ -170,7 +172,7 @@ class ProblemBuilder:
 
     def _relative_bytes(self, rel: str, field_name: str) -> bytes:
         path = (self.source_root / rel).resolve()
-        if not path.is_relative_to(self.source_root.resolve()):
+        if not path.is_relative_to(self._resolved_root):
             raise RowProblem(field_name, f"path '{rel}' leaves the benchmark folder")
         if not path.is_file():
             raise RowProblem(field_name, f"file not found: {path}")

@@ -25,6 +25,7 @@ from trex_eval.cli import (
     data_cmd,
     export_cmd,
     grade_cmd,
+    import_cmd,
     leaderboard_cmd,
     report_cmd,
     run_cmd,
@@ -33,7 +34,6 @@ from trex_eval.cli import (
 from trex_eval.cli._common import MACHINE_ERRNOS, describe_os_error, err, out
 from trex_eval.cli.finish import EXIT_HARNESS_FAILURE, EXIT_INTERRUPTED, EXIT_USER_ERROR, interruption_said
 from trex_eval.errors import TrexError
-from trex_eval.store import StoreWriteError
 
 app = typer.Typer(
     name="trex-eval",
@@ -60,6 +60,7 @@ app.command("compare")(compare_cmd.compare)
 app.command("report")(report_cmd.report)
 app.command("serve")(serve_cmd.serve)
 app.command("export-rl")(export_cmd.export_rl)
+app.command("import")(import_cmd.import_log)
 
 
 def _type_of_valued_options(self: TyperOption, ctx: Any) -> str | None:
@@ -125,6 +126,8 @@ def main() -> None:
             err.print("interrupted before anything was stored", markup=False, highlight=False)
         raise
     except TrexError as exc:
+        from trex_eval.store import StoreWriteError
+
         # The message is plain text: brackets in it (`pip install 'trex-eval[vllm]'`) are not markup.
         err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(EXIT_HARNESS_FAILURE if isinstance(exc, StoreWriteError) else EXIT_USER_ERROR)

@@ -55,6 +55,7 @@ def rules() -> None:
     """
     from trex_eval.grading import families, get_rule
     from trex_eval.protocols import get_protocol, protocol_names
+    from trex_eval.protocols.conventions import OPTIONS
 
     for entry in families():
         rule = get_rule(entry.name + {"rel": ":1e-4", "abs": ":1e-6", "round": ":2"}.get(entry.name, ""))
@@ -67,6 +68,11 @@ def rules() -> None:
             f"[bold]--protocol {escape(name)}[/bold]  {escape(get_protocol(name).description)}",
             soft_wrap=True,
         )
+    out.print()
+    grammar = "--protocol BASE+OPTION[@VERSION][=VALUE]... (docs/protocols.md)"
+    out.print(f"Execution conventions, never defaults: {escape(grammar)}", soft_wrap=True)
+    for option in OPTIONS.entries():
+        out.print(f"  [bold]+{escape(option.spec)}[/bold]  {escape(option.summary)}", soft_wrap=True)
 
 
 _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)\.\s+(?=[A-Z(`])")

@@ -23,7 +23,6 @@ import typer
 from rich.markup import escape
 
 from trex_eval.cli._common import MACHINE_ERRNOS, err, os_error_parts, out
-from trex_eval.store import MANIFEST, SUMMARY_MD
 
 if TYPE_CHECKING:
     from trex_eval.run.pipeline import RunResult
@@ -55,7 +54,7 @@ def run_interruptibly(spec: RunSpec, options: RunOptions) -> RunResult:
 def interruptibly(work: Callable[[], _T], where: Path | None) -> _T:
     """``work()``; on Ctrl-C or SIGTERM, say what was kept and how to continue, then exit (130,
     143); when the machine refuses a write to the run directory (a full disk), the same and exit 1."""
-    from trex_eval.store import StoreWriteError
+    from trex_eval.store import MANIFEST, StoreWriteError
 
     try:
         return work()
@@ -105,6 +104,8 @@ def machine_failure(message: str, *, hint: str | None, run_dir: Path) -> NoRetur
 
 
 def _resume_hint(what: str, where: Path | None) -> None:
+    from trex_eval.store import MANIFEST
+
     _said.append(what)
     if where is not None and (where / MANIFEST).is_file():
         err.print(
@@ -130,6 +131,7 @@ def report_result(result: RunResult, *, what: str = "full summary") -> None:
     run holds, where the full summary is, and exit code 3 with the cause on stderr when the run
     is not a measurement."""
     from trex_eval.report.terminal import summary_table
+    from trex_eval.store import SUMMARY_MD
 
     for text in result.notes:
         note(text)

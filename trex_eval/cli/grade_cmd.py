@@ -40,7 +40,6 @@ from trex_eval.cli.options import (
     workers_count,
 )
 from trex_eval.errors import ConfigError
-from trex_eval.store import MANIFEST, RunStore
 
 if TYPE_CHECKING:
     from trex_eval.run.regrade import Regrade
@@ -201,6 +200,8 @@ def _source_and_benchmarks(
     Raises:
         ConfigError: not exactly one source; -b with a run directory; several -b with a file.
     """
+    from trex_eval.store import MANIFEST, RunStore
+
     given = [path for path in (source, completions) if path is not None]
     if len(given) != 1:
         raise ConfigError(

@@ -24,14 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional, cast, get_args
 
 import typer
-from pydantic import ValidationError
 
 from trex_eval.errors import ConfigError
-from trex_eval.records import GUROBI_POLICY_ALIASES, FewShotStrategy, GurobiPolicy
 
 if TYPE_CHECKING:
     from trex_eval.run.spec import RayOptions
     from trex_eval.sandbox import SandboxLimits
+    from trex_eval.vocabulary import FewShotStrategy, GurobiPolicy
 
 PANEL_WHAT = "What to run"
 PANEL_MODEL = "Model"
@@ -47,16 +46,26 @@ def _protocol_help() -> str:
     names = protocol_names()
     return (
         f"{names[0]} (trex-eval's corrected grading) or another registered protocol: "
-        f"{', '.join(names[1:])} (`trex-eval rules` describes each)."
+        f"{', '.join(names[1:])} (`trex-eval rules` describes each); add a peer's execution "
+        "conventions as options: BASE+preload=pulp+after-solve+zero-band=0.05+no-best-solution "
+        "(docs/protocols.md)."
     )
 
 
-def _rule_help() -> str:
-    from trex_eval.grading import families
-    from trex_eval.records import GraderKind
+OBJECTIVE_RULES = (
+    "strict", "rel", "abs", "round", "orlm", "sirl", "optmath", "mamo", "orthought",
+    "trex-compat", "orlm-compat",
+)  # fmt: skip
+STRUCTURE_RULES = ("orgeval-fixed", "orgeval-exact", "orgeval-trex-compat")
+"""The shipped rule families of each kind, as ``trex-eval rules`` lists them, for ``--rule``'s help:
+written out because the rule registry loads the pydantic records, which every command's help (this
+text is built at start-up) would then pay for (tests/cli/test_startup_imports.py holds them equal
+to the registry's)."""
 
-    objective = ", ".join(f.name for f in families(GraderKind.OBJECTIVE))
-    structure = ", ".join(f.name for f in families(GraderKind.STRUCTURE))
+
+def _rule_help() -> str:
+    objective = ", ".join(OBJECTIVE_RULES)
+    structure = ", ".join(STRUCTURE_RULES)
     return (
         f"Grading rule instead of the benchmark's: an objective rule spec ({objective}; e.g. "
         f"strict:rtol=1e-6, rel:1e-4, round:2) and/or a structure rule ({structure}). Repeatable "
@@ -218,17 +227,23 @@ def one_of(value: str, choices: tuple[str, ...], *, what: str) -> str:
 
 
 def protocol_name(value: str) -> str:
-    from trex_eval.protocols import protocol_names
+    """The canonical text of ``--protocol``: a registered name, or one with convention options
+    (``orlm+after-solve``; see trex_eval.protocols.conventions)."""
+    from trex_eval.protocols import protocol_spec
 
-    return one_of(value, protocol_names(), what="protocol")
+    return protocol_spec(value)
 
 
 def gurobi_policy(value: str) -> GurobiPolicy:
+    from trex_eval.vocabulary import GUROBI_POLICY_ALIASES, GurobiPolicy
+
     value = GUROBI_POLICY_ALIASES.get(value, value)  # compat: the old name of highs
     return cast("GurobiPolicy", one_of(value, get_args(GurobiPolicy), what="--gurobi policy"))
 
 
 def few_shot_strategy(value: str) -> FewShotStrategy:
+    from trex_eval.vocabulary import FewShotStrategy
+
     return cast("FewShotStrategy", one_of(value, get_args(FewShotStrategy), what="few-shot strategy"))
 
 
@@ -254,6 +269,8 @@ def key_values(opts: list[str]) -> dict[str, str]:
 def sandbox_limits(wall_s: float | None, memory_mib: int | None) -> SandboxLimits | None:
     """The limits ``--timeout``/``--memory-mib`` ask for (``None``: the protocol's defaults).
     ``--timeout`` sets the CPU-time limit too."""
+    from pydantic import ValidationError
+
     from trex_eval.sandbox import SandboxLimits
 
     if wall_s is None and memory_mib is None:

@@ -42,7 +42,6 @@ from trex_eval.cli.options import (
 )
 from trex_eval.errors import ConfigError
 from trex_eval.protocols import DEFAULT_PROTOCOL
-from trex_eval.store import RunStore
 
 if TYPE_CHECKING:
     from trex_eval.run.spec import RunOptions, RunSpec
@@ -306,6 +305,7 @@ def _resumed_run(flags: RunFlags, *, resume: Path) -> tuple[RunSpec, RunOptions]
         ConfigError: a flag that would change a recorded setting was given (it would be ignored).
     """
     from trex_eval.run import pipeline as runner
+    from trex_eval.store import RunStore
 
     _refuse_settings_on_resume(flags)
     recorded = RunStore(resume).read_manifest().settings.benchmarks

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Coroutine
@@ -42,8 +41,9 @@ _PolicyOption = Annotated[
     str,
     typer.Option(
         "--policy",
-        help="Reward policy: binary (1 for correct, else 0) or staged (0.1 format, 0.2 executes, "
-        "0.5 verified feasible, 1 correct).",
+        help="Reward policy: binary (1 for correct, else 0), staged (0.1 format, 0.2 executes, "
+        "0.5 verified feasible model that uses the problem's data, 1 correct), sirl (SIRL's reward: "
+        "answer + format tags + code that ran), or a YAML file of weighted terms (docs/rl-reward.md).",
         rich_help_panel=PANEL_GRADING,
     ),
 ]
@@ -112,6 +112,16 @@ _DiagnoseOption = Annotated[
         rich_help_panel=PANEL_GRADING,
     ),
 ]
+_ShowReferenceOption = Annotated[
+    bool,
+    typer.Option(
+        "--show-reference",
+        help="Let records, answers and logs quote the reference (its value in reasons, its rows and "
+        "values in diagnoses): for evaluation logs. Without it a record says only whether the "
+        "rollout matches the reference under its rule.",
+        rich_help_panel=PANEL_OUTPUT,
+    ),
+]
 _OutOption = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(
@@ -157,6 +167,16 @@ _AnyBenchmarkOption = Annotated[
         rich_help_panel=PANEL_GRADING,
     ),
 ]
+_AllowConventionsOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-conventions",
+        help="Pay rewards under a --protocol with execution-convention options (preload, "
+        "after-solve, zero-band, no-best-solution), which pay programs that crash, never solved "
+        "or sit in a band around a zero label. Without it such a protocol is refused at start-up.",
+        rich_help_panel=PANEL_GRADING,
+    ),
+]
 _IsolationOption = Annotated[
     str,
     typer.Option(
@@ -192,6 +212,8 @@ def serve(
     data_dir: DataDirOption = None,
     isolation: _IsolationOption = "auto",
     any_benchmark: _AnyBenchmarkOption = False,
+    show_reference: _ShowReferenceOption = False,
+    allow_conventions: _AllowConventionsOption = False,
 ) -> None:
     """Serve rewards over HTTP: POST /v1/score (trex-eval's records), POST /get_reward (OpenRLHF's
     remote reward model), GET /health, GET /metrics (Prometheus).
@@ -220,6 +242,8 @@ def serve(
         diagnose=diagnose,
         isolation=isolation,
         any_benchmark=any_benchmark,
+        show_reference=show_reference,
+        allow_conventions=allow_conventions,
     )
     limits = _service_limits(
         max_pending=max_pending,
@@ -247,6 +271,8 @@ def _until_stopped(serving: Coroutine[None, None, Stopped]) -> None:
     """Run ``serving`` to its end: return after a clean stop (exit 0); after a drain cut short (a
     second signal, or the drain's time limit) say how many rollouts were left unanswered and exit
     as interrupted (130 after SIGINT, 143 after SIGTERM)."""
+    import asyncio
+
     from trex_eval.cli.finish import EXIT_INTERRUPTED, interruption_told
 
     stopped = asyncio.run(serving)
@@ -351,6 +377,8 @@ async def _run_log(
     if root is None:
         yield None
         return
+    import asyncio
+
     from trex_eval.reward.runlog import RewardRunLog
     from trex_eval.run.provenance import collect
 
@@ -359,6 +387,7 @@ async def _run_log(
         root,
         per_problem=per_problem,
         policy=str(described["policy"]),
+        policy_spec=scorer.policy.manifest(),
         protocol=scorer.settings.protocol,
         provenance=collect(scorer.catalogue.data_dir, sandbox=_sandbox_block(described), backend=described),
         command=tuple(sys.argv),

@@ -3,8 +3,11 @@
 ``default`` is trex-eval's corrected grading; ``trex-compat`` reproduces the published SLAI
 T-Rex harness; ``orlm`` reproduces ORLM's ``eval/execute.py``. Each protocol is a package here
 holding a :class:`~.base.Protocol` instance named ``PROTOCOL``, registered by one line of
-:data:`PROTOCOLS`; :mod:`.plan` binds a protocol to one benchmark for a run. Nothing outside
-this package tests a protocol's name.
+:data:`PROTOCOLS`; :mod:`.plan` binds a protocol to one benchmark for a run. A protocol text may
+add the field's execution conventions to a registered protocol as named, versioned options
+(``orlm+after-solve``, :mod:`.conventions`): :func:`get_protocol` accepts it and
+:func:`protocol_spec` gives its canonical text. Nothing outside this package tests a protocol's
+name.
 
 Importing this package loads only the registry: the CLI reads the names at start-up, and
 :class:`~.base.Protocol` (with the benchmark and sandbox packages it needs) loads on first use.
@@ -29,6 +32,7 @@ __all__ = [
     "SummaryRow",
     "get_protocol",
     "protocol_names",
+    "protocol_spec",
     "register_protocol",
 ]
 
@@ -66,13 +70,33 @@ def protocol_names() -> tuple[str, ...]:
 
 
 def get_protocol(name: str) -> Protocol:
-    """The protocol registered as ``name``.
+    """The protocol ``name`` names: a registered protocol, or one with convention options
+    (``BASE+OPTION[@VERSION][=VALUE]...``, :mod:`.conventions`), whose ``name`` is then the
+    canonical text.
 
     Raises:
-        ConfigError: no protocol has that name (with the close matches), or its target is not a
-            :class:`Protocol`.
+        ConfigError: no protocol has that name (with the close matches), its target is not a
+            :class:`Protocol`, or an option is unknown, malformed or of another version.
     """
-    return PROTOCOLS.get(name)
+    if name in PROTOCOLS:
+        return PROTOCOLS.get(name)
+    from trex_eval.protocols.conventions.protocol import composed
+
+    return composed(name)
+
+
+def protocol_spec(text: str) -> str:
+    """The canonical text of a protocol text: a registered name as it is, options in registry
+    order with their versions and canonical values. Loads no protocol.
+
+    Raises:
+        ConfigError: as :func:`get_protocol`, for the name and the options.
+    """
+    if text in PROTOCOLS:
+        return text
+    from trex_eval.protocols.conventions.spec import parse
+
+    return parse(text).text
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from trex_eval.benchmarks import Benchmark, GraderSpec
+from trex_eval.grading import Rule
 from trex_eval.records import Execution, GraderKind, LinearModel, Problem, Record, SampleRecord
 from trex_eval.sandbox import Job, SandboxLimits
 
@@ -91,6 +92,12 @@ class Protocol(ABC):
     ) -> SummaryRow:
         """The reference-harness summary row of one benchmark: ``problems`` holds each selected
         problem's samples in index order (``None`` for a missing one)."""
+
+    def grading_rule(self, rule: Rule) -> Rule:
+        """The rule a plan grades by, given the rule built from :meth:`rule` (or the user's
+        ``--rule``): itself (the default); a composed protocol wraps an objective rule in its
+        grading conventions (:mod:`trex_eval.protocols.conventions`)."""
+        return rule
 
     def prompt_working_directory(self, benchmark: Benchmark) -> str | None:
         """The upstream ``{{WorkingDirectory}}`` text of ``benchmark``'s prompts; ``None`` (the

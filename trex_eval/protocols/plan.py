@@ -37,6 +37,7 @@ from trex_eval.records import (
     GraderKind,
     GurobiPolicy,
     LinearModel,
+    ObjectiveEvidence,
     ObjectiveReference,
     Problem,
     Program,
@@ -286,13 +287,22 @@ def judged(
     the last solve is re-solved by the harness and graded again when the first grade is
     ``unverified``, and also when it is ``wrong`` with ``verify_wrong`` (a reward policy that pays
     for a verified feasible model). Returns the execution as verified and its grade."""
-    first = grade(execution)
+    first = _noting_store(execution, grade(execution))
     if first.verdict is not Verdict.UNVERIFIED and not (verify_wrong and first.verdict is Verdict.WRONG):
         return execution, first
     checked = verify_last_solve(execution)
     if checked is execution:
         return execution, first
-    return checked, grade(checked)
+    return checked, _noting_store(checked, grade(checked))
+
+
+def _noting_store(execution: Execution, grade: Grade) -> Grade:
+    """``grade`` with its objective evidence marked ``stored`` where the re-solve of the last
+    solve, which objective rules judge, was read from the store of re-solve results."""
+    last, evidence = execution.last_solve, grade.evidence
+    if last is None or not last.verified_from_store or not isinstance(evidence, ObjectiveEvidence):
+        return grade
+    return grade.model_copy(update={"evidence": evidence.model_copy(update={"stored": True})})
 
 
 def _resolved(model: LinearModel, seconds: float, *, prefer_gurobi: bool) -> Resolve:
@@ -341,7 +351,8 @@ def plan_for(
         benchmark=benchmark,
         protocol=chosen,
         extractor=name,
-        rule=graded_by,
+        # A composed protocol's grading conventions wrap whichever rule grades (a --rule too).
+        rule=chosen.grading_rule(graded_by),
         limits=limits or chosen.limits(grader.kind),
         gurobi=gurobi,
     )

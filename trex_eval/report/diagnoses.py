@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from trex_eval.records import Record, SampleRecord
+from trex_eval.records import DiagnosisCategory, Record, SampleRecord
 from trex_eval.report.runs import BenchmarkResults, natural_key
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 CORRECT = "correct"
 MISSING = "missing"
+CRASHED_AFTER_SOLVE = DiagnosisCategory.CRASHED_AFTER_SOLVE.value
 
 
 class Transition(Record):
@@ -73,9 +74,35 @@ def transitions(baseline: BenchmarkResults, candidate: BenchmarkResults) -> tupl
     )
 
 
+def crash_note(counts: Iterable[dict[str, int]]) -> str | None:
+    """``"N more would pass without the crash ..."``: the samples diagnosed
+    ``crashed_after_solve`` over ``counts`` (one mapping per benchmark), or ``None`` when none was."""
+    crashed = sum(c.get(CRASHED_AFTER_SOLVE, 0) for c in counts)
+    if not crashed:
+        return None
+    samples = "sample" if crashed == 1 else "samples"
+    return (
+        f"{crashed} more {samples} would pass without the crash ({CRASHED_AFTER_SOLVE}: solved "
+        "correctly, then raised; the protocol option after-solve grades them on their solve)."
+    )
+
+
+def crash_lines(runs: Sequence[tuple[str, Sequence[dict[str, int]]]]) -> list[str]:
+    """One Markdown bullet per run (``runs``: label, its benchmarks' diagnosis counts) with
+    samples diagnosed ``crashed_after_solve``: ``- label: N more samples would pass ...``; empty
+    when no run has one (a leaderboard's note under its table)."""
+    lines = []
+    for run_label, counts in runs:
+        note = crash_note(counts)
+        if note:
+            lines.append(f"- {run_label}: {note}")
+    return lines
+
+
 def diagnosis_table(rows: Sequence[tuple[str, dict[str, int]]]) -> list[str]:
     """A Markdown table of failing samples per category, one column per benchmark (``rows``:
-    benchmark name, its counts); empty when no sample was diagnosed."""
+    benchmark name, its counts), followed by :func:`crash_note` where a sample crashed after a
+    correct solve; empty when no sample was diagnosed."""
     categories = sorted(
         {c for _, counts in rows for c in counts}, key=lambda c: (-sum(r.get(c, 0) for _, r in rows), c)
     )
@@ -88,7 +115,8 @@ def diagnosis_table(rows: Sequence[tuple[str, dict[str, int]]]) -> list[str]:
     lines += [
         "| " + " | ".join([c, *(str(counts.get(c, 0)) for _, counts in rows)]) + " |" for c in categories
     ]
-    return lines
+    note = crash_note(counts for _, counts in rows)
+    return [*lines, "", note] if note else lines
 
 
 def transition_table(found: Sequence[Transition], *, changed_only: bool = True) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from trex_eval.report.compare import Comparison, ComparisonSet, PairedBenchmark, RepairedPair
 from trex_eval.report.definitions import DEFINITIONS, MACRO_LABEL
-from trex_eval.report.diagnoses import diagnosis_table, transition_table
+from trex_eval.report.diagnoses import crash_lines, diagnosis_table, transition_table
 from trex_eval.report.intervals import SMALL_N
 from trex_eval.report.leaderboard import Leaderboard, LeaderboardRow, build_leaderboard
 from trex_eval.report.outcomes import Outcome
@@ -28,6 +28,9 @@ def render_leaderboard_markdown(board: Leaderboard, *, published: Sequence[Publi
     """The measured leaderboard, its column definitions, warnings, run provenance and, when
     ``published`` is given, a separate "reported, not re-run" table."""
     lines = ["# Leaderboard", "", *score_table(board), "", *_definitions(board)]
+    crashed = crash_lines([(row.label, [b.diagnoses for b in row.summary.benchmarks]) for row in board.rows])
+    if crashed:
+        lines += ["", *crashed]
     repaired = [(row.label, bench) for row in board.rows for bench in row.summary.benchmarks if bench.repair]
     if repaired:
         lines += [

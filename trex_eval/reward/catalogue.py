@@ -22,7 +22,8 @@ from trex_eval.benchmarks.data import resolve_data_dir, sources_root
 from trex_eval.benchmarks.spec import BenchmarkSpec, FieldMap, GraderSpec, PromptSpec, SourceSpec
 from trex_eval.errors import ConfigError, DataError
 from trex_eval.grading import Rule
-from trex_eval.protocols import DEFAULT_PROTOCOL
+from trex_eval.protocols import DEFAULT_PROTOCOL, protocol_spec
+from trex_eval.protocols.conventions import reward_refusal
 from trex_eval.protocols.plan import EvaluationPlan, plan_for
 from trex_eval.records import GraderKind, ObjectiveReference, Problem
 from trex_eval.reward.records import InlineProblem, ProblemKey
@@ -33,6 +34,12 @@ ACCEPT_WEAK_ISOLATION = (
     "or `isolation: {level}` in verl's reward_kwargs"
 )
 """How a user accepts an isolation level below bubblewrap for rewards (named in the refusal)."""
+
+ACCEPT_CONVENTIONS = (
+    "`trex-eval serve --allow-conventions`, ScorerSettings(allow_conventions=True), "
+    "or `allow_conventions: true` in verl's reward_kwargs"
+)
+"""How a user accepts a protocol's convention options for rewards (named in the refusal)."""
 
 INLINE_BENCHMARK = "inline"
 """The ``benchmark`` of records of :class:`~.records.InlineProblem` requests."""
@@ -61,7 +68,15 @@ class ScorerSettings:
     given or the benchmark's own name), else the call fails naming the key, the benchmarks served
     and this setting; True: a key may name any other benchmark whose files are hidden already (a
     shipped one under the data directory), loaded on first use (``trex-eval serve --any-benchmark``).
-    Inline problems are in every scope.
+    Inline problems are in every scope. ``show_reference``: let records and reward logs quote the
+    reference (its value in reasons, the reference's rows and values in diagnoses and evidence),
+    for evaluation logs; off by default, when a record says only whether the rollout matches the
+    reference under its rule (:mod:`.labels`; ``trex-eval serve --show-reference``).
+    ``allow_conventions``: grade under a protocol whose convention options pay for nothing
+    (``no-best-solution``, ``zero-band``, ``after-solve``, ``preload``:
+    :mod:`trex_eval.protocols.conventions`); False (default): such a protocol is refused when the
+    settings are made, naming the options and :data:`ACCEPT_CONVENTIONS`. ``protocol`` is kept as
+    its canonical text (options with their versions).
     """
 
     policy: str = "binary"
@@ -73,8 +88,16 @@ class ScorerSettings:
     isolation: str = "auto"
     diagnose: bool = False
     any_benchmark: bool = False
+    show_reference: bool = False
+    allow_conventions: bool = False
 
     def __post_init__(self) -> None:
+        # A reward paid for a matched "No Best Solution" of a program that never solved, or for a
+        # value in a zero band, pays for nothing: refused unless the user accepts it by name.
+        refused = reward_refusal(self.protocol, allowed=self.allow_conventions, accept=ACCEPT_CONVENTIONS)
+        if refused is not None:
+            raise ConfigError(refused, where="reward settings: protocol")
+        object.__setattr__(self, "protocol", protocol_spec(self.protocol))
         if self.isolation not in REQUESTS:
             # Never a silent fallback: a misspelt level must not become the weakest one.
             raise ConfigError(

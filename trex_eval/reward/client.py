@@ -13,10 +13,15 @@ other failure raises, with the server's message: a reward that silently fell bac
 train on noise. A rollout the server did not grade (its deadline passed, or the harness failed on
 it: ``reward`` null, verdict ``not_run``) is ``None``, TRL's "no reward", never 0. Imports nothing
 of trex-eval beyond this module (standard library and httpx).
+
+:class:`AsyncRemoteReward` is the same over ``httpx.AsyncClient``, for TRL's async reward path::
+
+    trainer = GRPOTrainer(..., reward_funcs=[AsyncRemoteReward("http://127.0.0.1:8000")])
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping
@@ -73,13 +78,8 @@ def _prompt(item: Any) -> str | list[dict[str, str]]:
     return ""
 
 
-class RemoteReward:
-    """A TRL reward function backed by the reward server at ``url``.
-
-    ``timeout_s``: seconds one batch may take (also sent as the request's deadline, so the server
-    answers unfinished rollouts ``not_run`` rather than the client giving up); ``retries``: how
-    many 429s to wait out. ``last_records`` keeps the latest batch's records (dicts).
-    """
+class _RemoteBase:
+    """What both forms share: the server, the batch's body and the reading of an answer."""
 
     def __init__(
         self, url: str, *, timeout_s: float = 600.0, retries: int = 60, name: str = "trex_eval"
@@ -89,43 +89,121 @@ class RemoteReward:
         self.timeout_s = timeout_s
         self.retries = retries
         self.last_records: list[dict[str, Any]] = []
-        self._client = httpx.Client(timeout=timeout_s + 30.0)
 
-    def __call__(self, prompts: Any = None, completions: Any = None, **columns: Any) -> list[float | None]:
+    def _body(self, prompts: Any, completions: Any, columns: Mapping[str, Any]) -> dict[str, Any]:
         texts = [completion_text(item) for item in completions or ()]
         try:
             named = row_problems(len(texts), columns)
         except RowsError as error:
             raise RemoteRewardError(f"{error}: {error.hint}" if error.hint else str(error)) from None
         problems = [json.loads(value) if isinstance(value, str) else value for value in named]
-        body = {
+        return {
             "requests": [
                 {"problem": p, "completion": t, "prompt": q}
                 for p, t, q in zip(problems, texts, trainer_prompts(prompts, len(texts)), strict=True)
             ],
             "deadline_s": self.timeout_s,
         }
+
+    @staticmethod
+    def _wait_s(answer: httpx.Response) -> float | None:
+        """Seconds to wait before asking again, or None for an answer to keep: 429 (queue full)
+        and a 503 with Retry-After (bodies or connections at their limit, or the server draining
+        for a restart) are waited out."""
+        if answer.status_code == 429 or (answer.status_code == 503 and "retry-after" in answer.headers):
+            return float(answer.headers.get("retry-after", "1"))
+        return None
+
+    def _unreachable(self, error: httpx.HTTPError) -> RemoteRewardError:
+        return RemoteRewardError(f"the reward server at {self.url} could not be reached: {error}")
+
+    def _rewards(self, answer: httpx.Response) -> list[float | None]:
+        if answer.status_code != 200:
+            raise RemoteRewardError(f"the reward server answered {answer.status_code}: {answer.text[:2000]}")
+        records: list[dict[str, Any]] = answer.json()["records"]
+        self.last_records = records
+        return [None if record["reward"] is None else float(record["reward"]) for record in records]
+
+
+class RemoteReward(_RemoteBase):
+    """A TRL reward function backed by the reward server at ``url``.
+
+    ``timeout_s``: seconds one batch may take (also sent as the request's deadline, so the server
+    answers unfinished rollouts ``not_run`` rather than the client giving up); ``retries``: how
+    many 429s to wait out. ``last_records`` keeps the latest batch's records (dicts). Blocks: for
+    an event loop (TRL's async reward path) use :class:`AsyncRemoteReward`.
+    """
+
+    def __init__(
+        self, url: str, *, timeout_s: float = 600.0, retries: int = 60, name: str = "trex_eval"
+    ) -> None:
+        super().__init__(url, timeout_s=timeout_s, retries=retries, name=name)
+        self._client = httpx.Client(timeout=timeout_s + 30.0)
+
+    def __call__(self, prompts: Any = None, completions: Any = None, **columns: Any) -> list[float | None]:
+        body = self._body(prompts, completions, columns)
         for _ in range(self.retries + 1):
             try:
                 answer = self._client.post(f"{self.url}/v1/score", json=body)
             except httpx.HTTPError as error:
-                raise RemoteRewardError(
-                    f"the reward server at {self.url} could not be reached: {error}"
-                ) from None
-            # 429 (queue full) and a 503 with Retry-After (bodies or connections at their limit,
-            # or the server draining for a restart) are waited out, at most `retries` times.
-            if answer.status_code != 429 and not (
-                answer.status_code == 503 and "retry-after" in answer.headers
-            ):
+                raise self._unreachable(error) from None
+            wait_s = self._wait_s(answer)
+            if wait_s is None:
                 break
-            time.sleep(float(answer.headers.get("retry-after", "1")))
-        if answer.status_code != 200:
-            raise RemoteRewardError(f"the reward server answered {answer.status_code}: {answer.text[:2000]}")
-        self.last_records = answer.json()["records"]
-        return [None if record["reward"] is None else float(record["reward"]) for record in self.last_records]
+            time.sleep(wait_s)
+        return self._rewards(answer)
 
     def close(self) -> None:
         self._client.close()
+
+
+class AsyncRemoteReward(_RemoteBase):
+    """:class:`RemoteReward` as a coroutine function over ``httpx.AsyncClient``: TRL runs async
+    reward functions (an instance whose ``__call__`` is ``async``, as ``trl.trainer.utils.
+    is_async_callable`` reads it) on an event loop of its own, a step's all at once; any other
+    loop may await it too, many batches at once, with no thread per batch. Same arguments, answers
+    and errors as :class:`RemoteReward`.
+
+    A client's connections belong to the event loop that opened them, so each loop this object is
+    awaited on gets a client of its own (made on its first call there); :meth:`aclose` closes the
+    current loop's.
+    """
+
+    def __init__(
+        self, url: str, *, timeout_s: float = 600.0, retries: int = 60, name: str = "trex_eval"
+    ) -> None:
+        super().__init__(url, timeout_s=timeout_s, retries=retries, name=name)
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _client_here(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client, self._loop = httpx.AsyncClient(timeout=self.timeout_s + 30.0), loop
+        return self._client
+
+    async def __call__(
+        self, prompts: Any = None, completions: Any = None, **columns: Any
+    ) -> list[float | None]:
+        body = self._body(prompts, completions, columns)
+        client = self._client_here()
+        for _ in range(self.retries + 1):
+            try:
+                answer = await client.post(f"{self.url}/v1/score", json=body)
+            except httpx.HTTPError as error:
+                raise self._unreachable(error) from None
+            wait_s = self._wait_s(answer)
+            if wait_s is None:
+                break
+            await asyncio.sleep(wait_s)
+        return self._rewards(answer)
+
+    async def aclose(self) -> None:
+        """Close the client of the running loop (a client of another loop is dropped with it)."""
+        client, loop = self._client, self._loop
+        self._client, self._loop = None, None
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.aclose()
 
 
 class RowsError(ValueError):

@@ -14,7 +14,7 @@ from typing import TypeVar
 from trex_eval.errors import ConfigError
 from trex_eval.reward.catalogue import Catalogue, ScorerSettings, Target
 from trex_eval.reward.deadline import Batch, Missed, new_tenant, not_graded
-from trex_eval.reward.policy import RewardPolicy, get_policy
+from trex_eval.reward.policy import RewardPolicy, get_policy, require_diagnosis
 from trex_eval.reward.records import InlineProblem, ProblemKey, RewardRecord, RewardRequest, Rollout
 
 _Scorer = TypeVar("_Scorer", bound="ScorerFront")
@@ -23,12 +23,14 @@ _Scorer = TypeVar("_Scorer", bound="ScorerFront")
 class ScorerFront:
     """The shared half of a scorer; see the module docstring.
 
-    Raises (from the constructor): ConfigError for an unknown policy or rule.
+    Raises (from the constructor): ConfigError for an unknown or invalid policy (or one paying by
+    diagnosis on a scorer that does not diagnose) or rule.
     """
 
     def __init__(self, settings: ScorerSettings | None = None) -> None:
         self.settings = settings or ScorerSettings()
         self.policy: RewardPolicy = get_policy(self.settings.policy)
+        require_diagnosis(self.policy, diagnose=self.settings.diagnose)
         self.catalogue = Catalogue(self.settings)
 
     def start(self: _Scorer) -> _Scorer:

@@ -12,6 +12,7 @@ verdicts do not depend on where a rollout ran. ``ray`` is imported on :meth:`sta
 
 from __future__ import annotations
 
+import enum
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,13 @@ class _ScorerActor:
         return {"host": socket.gethostname(), **self.scorer.describe()}
 
 
+class _Call(enum.Enum):
+    """What an actor is asked: the record, or the record with its evidence."""
+
+    SCORE = "score"
+    ROLLOUT = "rollout"
+
+
 class RayRewardPool(ScorerFront):
     """Scores rollouts on Ray actors; see the module docstring.
 
@@ -71,6 +79,8 @@ class RayRewardPool(ScorerFront):
         self._in_flight: list[int] = []
         self._lock = threading.Lock()
         self._started_ray = False
+        self.placement: list[dict[str, object]] = []
+        """Where each actor runs (host and its scorer's description), once started."""
 
     def start(self) -> RayRewardPool:
         """Connect to (or start) Ray and start the actors, waiting until each has its sandbox up."""
@@ -111,17 +121,17 @@ class RayRewardPool(ScorerFront):
             self._started_ray = False
 
     def _where(self) -> dict[str, object]:
-        return {"ray": {"actors": len(self._actors), "placement": getattr(self, "placement", [])}}
+        return {"ray": {"actors": len(self._actors), "placement": self.placement}}
 
     async def score_target(self, target: Target, text: str) -> RewardRecord:
         """The record of one rollout, graded on the least busy actor."""
-        return RewardRecord.model_validate_json(await self._on_actor("score", target, text))
+        return RewardRecord.model_validate_json(await self._on_actor(_Call.SCORE, target, text))
 
     async def score_rollout(self, target: Target, text: str) -> Rollout:
         """:meth:`score_target` with its evidence (which travels back only when asked for)."""
-        return Rollout.model_validate_json(await self._on_actor("rollout", target, text))
+        return Rollout.model_validate_json(await self._on_actor(_Call.ROLLOUT, target, text))
 
-    async def _on_actor(self, method: str, target: Target, text: str) -> str:
+    async def _on_actor(self, call: _Call, target: Target, text: str) -> str:
         if not self._actors:
             raise ConfigError("the Ray reward pool is not started", hint="use `with RayRewardPool(...)`")
         request = RewardRequest(problem=target.key, completion=text).model_dump_json()
@@ -129,7 +139,9 @@ class RayRewardPool(ScorerFront):
             index = min(range(len(self._actors)), key=self._in_flight.__getitem__)
             self._in_flight[index] += 1
         try:
-            answer: str = await getattr(self._actors[index], method).remote(request)
+            actor = self._actors[index]
+            method = actor.score if call is _Call.SCORE else actor.rollout
+            answer: str = await method.remote(request)
         finally:
             with self._lock:
                 self._in_flight[index] -= 1

@@ -73,6 +73,18 @@ class RewardTimings(Record):
     total_s: float = 0.0
 
 
+class RewardTerm(Record):
+    """One term of a reward policy as it paid a rollout (:mod:`.terms`): ``value`` in [0, 1] is
+    what the rollout earned of the term, ``weight`` its weight in the policy, ``detail`` why (one
+    line, nothing of the label)."""
+
+    name: str
+    kind: str
+    value: float
+    weight: float
+    detail: Text = ""
+
+
 class RewardRecord(Record):
     """The reward of one rollout and everything that decided it.
 
@@ -103,6 +115,9 @@ class RewardRecord(Record):
     diagnosis: Diagnosis | None = None
     """Why a failing rollout failed, where the scorer diagnoses (``ScorerSettings.diagnose``)."""
     timings: RewardTimings = RewardTimings()
+    terms: tuple[RewardTerm, ...] = ()
+    """Every term of the policy as it paid this rollout, in the policy's order (empty for a
+    rollout without a reward); ``reward`` is their total as the policy combines them."""
 
 
 class Rollout(Record):

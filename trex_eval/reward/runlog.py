@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from trex_eval.errors import StoreError
 from trex_eval.protocols.plan import EvaluationPlan, benchmark_entry
@@ -53,7 +54,7 @@ from trex_eval.records import (
 from trex_eval.report.runs import natural_key
 from trex_eval.report.summary import render_summary_markdown, summarize, summary_json
 from trex_eval.reward.catalogue import INLINE_BENCHMARK, INLINE_SHA256, Target
-from trex_eval.reward.records import RewardRecord, RewardRequest, Rollout
+from trex_eval.reward.records import ProblemKey, RewardRecord, RewardRequest, Rollout
 from trex_eval.store import (
     MANIFEST,
     REWARD_LOG_BACKEND,
@@ -90,7 +91,10 @@ class RewardRunLog:
     """Writes rollouts into epoch run directories under ``root``; see the module docstring.
 
     Thread-safe: :meth:`append` may be called from many threads. ``policy`` is the reward policy's
-    ``name@version``; ``per_problem`` (≥ 1) the slots of each problem's row in one epoch.
+    ``name@version``; ``policy_spec`` its whole spec (``RewardPolicy.manifest()``: terms, weights,
+    ``sha256``), kept in each epoch manifest's provenance (``reward_policy``) with its ``sha256``
+    beside the policy's name, so that a log is continued only under the same terms; ``per_problem``
+    (≥ 1) the slots of each problem's row in one epoch.
     """
 
     def __init__(
@@ -100,6 +104,7 @@ class RewardRunLog:
         per_problem: int,
         policy: str,
         protocol: str,
+        policy_spec: dict[str, Any] | None = None,
         provenance: dict[str, object] | None = None,
         command: Sequence[str] = (),
     ) -> None:
@@ -108,8 +113,11 @@ class RewardRunLog:
         self.root = root
         self.per_problem = per_problem
         self.policy = policy
+        self.policy_spec = dict(policy_spec or {})
         self.protocol = protocol
         self.provenance = dict(provenance or {})
+        if self.policy_spec:
+            self.provenance["reward_policy"] = self.policy_spec
         self.command = tuple(command)
         self._epochs: list[_Epoch] = []
         self._next = 1
@@ -279,7 +287,11 @@ class RewardRunLog:
             model=BackendSpec(
                 name="rollouts",
                 backend=REWARD_LOG_BACKEND,
-                options={"policy": self.policy, "per_problem": self.per_problem},
+                options={
+                    "policy": self.policy,
+                    "policy_sha256": self.policy_spec.get("sha256"),
+                    "per_problem": self.per_problem,
+                },
                 sampling=SamplingParams(seed=None),
                 description="rollouts of the policy under training, scored by trex-eval serve",
             ),
@@ -300,17 +312,26 @@ class RewardRunLog:
         return len(self._epochs) - 1
 
     def _check_settings(self, path: Path, settings: RunSettings) -> None:
+        # A log written before policies had terms keeps no digest: its name@version decides.
+        digest = settings.model.options.get("policy_sha256") or self.policy_spec.get("sha256")
         found = (
             settings.model.backend,
             settings.model.options.get("policy"),
+            digest,
             settings.protocol,
             settings.samples,
         )
-        wanted = (REWARD_LOG_BACKEND, self.policy, self.protocol, self.per_problem)
+        wanted = (
+            REWARD_LOG_BACKEND,
+            self.policy,
+            self.policy_spec.get("sha256"),
+            self.protocol,
+            self.per_problem,
+        )
         if found != wanted:
             raise StoreError(
-                f"{path} was written with other settings (backend, policy, protocol, rollouts per "
-                f"problem: {found}; this server: {wanted})",
+                f"{path} was written with other settings (backend, policy, its terms' sha256, protocol, "
+                f"rollouts per problem: {found}; this server: {wanted})",
                 hint="serve with the same settings to continue it, or choose another --out",
             )
 
@@ -398,7 +419,7 @@ def _entry(target: Target) -> BenchmarkEntry:
         )
     return benchmark_entry(
         target.plan,
-        requested=getattr(target.key, "benchmark", target.plan.benchmark.name),
+        requested=target.key.benchmark if isinstance(target.key, ProblemKey) else target.plan.benchmark.name,
         prompt_set=TRAINER_PROMPT_SET,
         template_sha256="",
         problems=1,

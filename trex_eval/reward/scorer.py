@@ -12,6 +12,9 @@ folder of every benchmark named at start-up are hidden from the sandbox. A probl
 one of those benchmarks, else the call fails naming the key and the benchmarks served; with
 ``ScorerSettings(any_benchmark=True)`` another benchmark is loaded on first use when its files lie
 in a hidden folder already (a shipped benchmark), and refused otherwise.
+
+Records say whether a rollout matches the reference, never the reference itself (its value, its
+rows): :mod:`.labels`, unless ``ScorerSettings(show_reference=True)``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from trex_eval.protocols.plan import EvaluationPlan
 from trex_eval.records import Completion, Execution, Problem, Program, SandboxLimits
 from trex_eval.reward.catalogue import ACCEPT_WEAK_ISOLATION, INLINE_BENCHMARK, ScorerSettings, Target
 from trex_eval.reward.front import ScorerFront
+from trex_eval.reward.labels import label_free
 from trex_eval.reward.records import RewardRecord, RewardTimings, Rollout
+from trex_eval.reward.terms import Graded
 from trex_eval.sandbox import SandboxPool
 from trex_eval.sandbox.isolation import floor_refusal
 
@@ -153,17 +158,25 @@ class RewardScorer(ScorerFront):
         )
         program, execution, grade = judged.program, judged.execution, judged.grade
         ran = None if program.code is None else execution  # what the policy calls "nothing ran"
-        reward, stage = self.policy.pay(grade.verdict, ran, program)
+        paid = self.policy.pay(
+            Graded(problem=target.problem, text=text, program=program, execution=ran, grade=grade)
+        )
+        if not self.settings.show_reference:
+            # Paid on the full grade (a diagnosis credit reads its category); then the one place a
+            # grade leaves: the record, the answer and the stored sample all carry this one, so
+            # none of them quotes the label.
+            grade = label_free(grade, execution)
         solve = execution.last_solve
         record = RewardRecord(
             benchmark=target.benchmark,
             problem_id=target.problem.id,
-            reward=reward,
+            reward=paid.reward,
             verdict=grade.verdict,
             reason=grade.reason,
             rule=grade.rule,
             policy=self.policy.spec,
-            stage=stage,
+            stage=paid.stage,
+            terms=paid.terms,
             status=None if ran is None else ran.status,
             objective=None if solve is None else solve.verified_objective,
             diagnosis=grade.diagnosis,

@@ -13,6 +13,13 @@ _lock = threading.Lock()
 _scorer: RewardScorer | None = None
 
 
+def started_scorer(settings: ScorerSettings) -> RewardScorer | None:
+    """The process's scorer when it is started with ``settings`` already, else None; never blocks
+    (an event loop asks this first, and starts the scorer on a thread only when it is None)."""
+    scorer = _scorer
+    return scorer if scorer is not None and scorer.settings == settings else None
+
+
 def shared_scorer(settings: ScorerSettings) -> RewardScorer:
     """The process's started scorer, made with ``settings`` on the first call.
 

@@ -1,10 +1,17 @@
-"""verl: a module for ``custom_reward_function.path`` (``name: compute_score``, or
-``compute_score_batch`` with ``reward_model.reward_manager=batch``)::
+"""verl: a module for verl's custom reward function. verl's reward loop (verl 0.9: ``reward.*``;
+its reward managers await a function ``inspect.iscoroutinefunction`` calls async, and run a
+blocking one on a thread of their executor) takes ``compute_score_async``::
 
-    custom_reward_function:
-      path: <site-packages>/trex_eval/reward/verl.py
-      name: compute_score
-      reward_kwargs: {policy: binary, workers: 4}
+    reward:
+      custom_reward_function:
+        path: <site-packages>/trex_eval/reward/verl.py
+        name: compute_score_async
+        reward_kwargs: {policy: binary, workers: 4}
+
+The blocking ``compute_score`` (one rollout) and ``compute_score_batch`` (verl's
+``BatchRewardManager``) serve the older top-level ``custom_reward_function`` and any caller
+without an event loop; called inside a running loop they refuse (ConfigError) naming the async
+form. The keys verl's managers add to a call of their own (:data:`VERL_CALL_KEYS`) are dropped.
 
 ``ground_truth`` (the row's ``reward_model.ground_truth``) names the problem: JSON
 ``{"benchmark": ..., "problem_id": ...}`` as ``trex-eval export-rl`` writes it, or an optimum for an
@@ -25,15 +32,22 @@ reward" (a NaN would spread through the group's advantages), so such a rollout i
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from trex_eval.errors import ConfigError
 from trex_eval.reward.problems import REWARD_KEY, problem_from
 from trex_eval.reward.records import RewardRecord, RewardRequest
 from trex_eval.reward.scorer import ScorerSettings
-from trex_eval.reward.shared import shared_scorer
+from trex_eval.reward.shared import shared_scorer, started_scorer
+
+VERL_CALL_KEYS = ("reward_router_address", "reward_model_tokenizer", "strict_box_verify")
+"""Keys verl's reward managers add to every call of their own (a reward model's router and
+tokenizer, DAPO's box check): set by verl, not by ``reward_kwargs``, and of no use to this grader,
+so dropped rather than refused as unknown settings."""
 
 
 def compute_score(
@@ -43,7 +57,12 @@ def compute_score(
     extra_info: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> dict[str, float]:
-    """The reward of one rollout (verl's ``NaiveRewardManager`` calls it once per item)."""
+    """The reward of one rollout (verl's ``NaiveRewardManager`` calls it once per item). Blocks.
+
+    Raises:
+        ConfigError: as :func:`compute_score_batch`, and when called inside a running event loop
+            (name ``compute_score_async`` there).
+    """
     return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
 
 
@@ -54,25 +73,95 @@ def compute_score_batch(
     extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
-    """The rewards of a batch, graded concurrently (verl's ``BatchRewardManager``).
+    """The rewards of a batch, graded concurrently (verl's ``BatchRewardManager``). Blocks.
 
     Raises:
         ConfigError: an unknown ``reward_kwargs`` key, a ``deadline_s`` that is not a positive
-            number, a ``no_reward_score`` that is not a finite number, or a row naming no problem.
+            number, a ``no_reward_score`` that is not a finite number, a row naming no problem, or
+            a call inside a running event loop (name ``compute_score_batch_async`` there).
     """
-    deadline_s, fallback = _own_kwargs(kwargs)
-    infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
-    requests = []
-    for index, (truth, text, info) in enumerate(zip(ground_truths, solution_strs, infos, strict=True)):
-        named = info.get(REWARD_KEY) if isinstance(info, Mapping) else None
-        source = named if named is not None else truth
-        where = f"item {index} ({data_sources[index]}): " + (
-            "extra_info" if named is not None else "ground_truth"
-        )
-        requests.append(RewardRequest(problem=problem_from(source, where=where), completion=text))
-    scorer = shared_scorer(ScorerSettings.from_mapping(kwargs, what="reward_kwargs"))
-    records = scorer.score(requests, deadline_s=deadline_s)
-    return [verl_dict(record, no_reward_score=fallback) for record in records]
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        call = _Call.of(data_sources, solution_strs, ground_truths, extra_infos, kwargs)
+        records = shared_scorer(call.settings).score(call.requests, deadline_s=call.deadline_s)
+        return call.answers(records)
+    raise ConfigError(
+        "trex_eval.reward.verl's blocking functions were called inside a running event loop",
+        hint="set custom_reward_function.name to compute_score_async (or compute_score_batch_async), "
+        "which verl's reward loop awaits",
+    )
+
+
+async def compute_score_async(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """:func:`compute_score` as a coroutine, for verl's reward loop (its reward managers await a
+    ``custom_reward_function`` that ``inspect.iscoroutinefunction`` calls async, one call per
+    rollout, many at once): the calls share the process's scorer, each one tenant of its fair
+    lanes, with no thread per call. Raises as :func:`compute_score_batch` does, the running-loop
+    case aside."""
+    answers = await compute_score_batch_async(
+        [data_source], [solution_str], [ground_truth], [extra_info], **kwargs
+    )
+    return answers[0]
+
+
+async def compute_score_batch_async(
+    data_sources: Sequence[str],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
+    **kwargs: Any,
+) -> list[dict[str, float]]:
+    """:func:`compute_score_batch` as a coroutine (see :func:`compute_score_async`). The process's
+    scorer starts on a thread on the first call (a few seconds), so the loop is never stalled."""
+    call = _Call.of(data_sources, solution_strs, ground_truths, extra_infos, kwargs)
+    scorer = started_scorer(call.settings)
+    if scorer is None:
+        scorer = await asyncio.to_thread(shared_scorer, call.settings)
+    return call.answers(await scorer.ascore(call.requests, deadline_s=call.deadline_s))
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call's rollouts as requests, with the settings and this module's keys it was given."""
+
+    requests: list[RewardRequest]
+    settings: ScorerSettings
+    deadline_s: float | None
+    no_reward_score: float
+
+    @classmethod
+    def of(
+        cls,
+        data_sources: Sequence[str],
+        solution_strs: Sequence[str],
+        ground_truths: Sequence[Any],
+        extra_infos: Sequence[Mapping[str, Any] | None] | None,
+        kwargs: dict[str, Any],
+    ) -> _Call:
+        for key in VERL_CALL_KEYS:
+            kwargs.pop(key, None)
+        deadline_s, fallback = _own_kwargs(kwargs)
+        infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
+        requests = []
+        for index, (truth, text, info) in enumerate(zip(ground_truths, solution_strs, infos, strict=True)):
+            named = info.get(REWARD_KEY) if isinstance(info, Mapping) else None
+            source = named if named is not None else truth
+            where = f"item {index} ({data_sources[index]}): " + (
+                "extra_info" if named is not None else "ground_truth"
+            )
+            requests.append(RewardRequest(problem=problem_from(source, where=where), completion=text))
+        settings = ScorerSettings.from_mapping(kwargs, what="reward_kwargs")
+        return cls(requests=requests, settings=settings, deadline_s=deadline_s, no_reward_score=fallback)
+
+    def answers(self, records: Sequence[RewardRecord]) -> list[dict[str, float]]:
+        return [verl_dict(record, no_reward_score=self.no_reward_score) for record in records]
 
 
 def verl_dict(record: RewardRecord, *, no_reward_score: float = 0.0) -> dict[str, float]:

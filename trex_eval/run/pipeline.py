@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trex_eval.backends.endpoints import endpoint_summary
-from trex_eval.errors import ConfigError, StoreError
+from trex_eval.benchmarks.loading import source_root
+from trex_eval.errors import ConfigError, StoreError, TrexError
 from trex_eval.grading import get_rule
 from trex_eval.protocols import DEFAULT_PROTOCOL
 from trex_eval.records import SampleRecord, Verdict
 from trex_eval.report.summary import RunSummary, render_summary_markdown, summarize, summary_json
 from trex_eval.run.prepare import prepare_benchmarks, run_settings
-from trex_eval.run.session import REPLAY_MISSING, Session
+from trex_eval.run.session import REPLAY_MISSING, EarlyPool, Session, hidden_folders
 from trex_eval.run.sigterm import run_main
 from trex_eval.run.spec import RunOptions, RunSpec, settings_diff, superseded_rule
 from trex_eval.store import (
@@ -156,13 +157,24 @@ def _with_versioned_rules(settings: RunSettings) -> RunSettings:
 async def run_async(spec: RunSpec, options: RunOptions | None = None) -> RunResult:
     """Run or resume an evaluation (see module docstring); ``options`` default to :class:`RunOptions`."""
     options = options or RunOptions()
-    prepared = prepare_benchmarks(spec, data_dir=options.data_dir)
-    settings = run_settings(spec, prepared)
     run_dir = options.out or Path("results") / default_run_id(spec)
-    fresh = not (run_dir / MANIFEST).exists()
-    store = _open_store(run_dir, options, settings)
+    early = early_pool(spec, options, run_dir)
     try:
-        session = Session(spec, options, prepared, store)
+        prepared = prepare_benchmarks(spec, data_dir=options.data_dir)
+        settings = run_settings(spec, prepared)
+        fresh = not (run_dir / MANIFEST).exists()
+        store = _open_store(run_dir, options, settings)
+    except BaseException:
+        if early is not None:
+            early.discard()
+        raise
+    try:
+        try:
+            session = Session(spec, options, prepared, store, early=early)
+        except BaseException:
+            if early is not None:
+                early.discard()
+            raise
         with session.progress.heartbeat():
             await session.execute()
         return _finish(session)
@@ -173,6 +185,19 @@ async def run_async(spec: RunSpec, options: RunOptions | None = None) -> RunResu
         raise
     finally:
         store.close()
+
+
+def early_pool(spec: RunSpec, options: RunOptions, run_dir: Path) -> EarlyPool | None:
+    """The session's sandbox pool, starting now, while the benchmarks load and are planned; None
+    where the session may not start one (grading on Ray, reused executions) or a benchmark's
+    folder is not known yet (an unknown name: preparing it says what is wrong)."""
+    if options.ray is not None or options.reuse_executions is not None:
+        return None
+    try:
+        roots = [source_root(name, data_dir=options.data_dir) for name in dict.fromkeys(spec.benchmarks)]
+    except (TrexError, OSError):
+        return None
+    return EarlyPool(options, hidden_folders(run_dir, roots, options))
 
 
 def _remove_if_empty(run_dir: Path) -> None:

@@ -13,6 +13,7 @@ from trex_eval._version import __version__
 from trex_eval.benchmarks import data
 from trex_eval.sandbox.runtime import hooks
 from trex_eval.sandbox.site_entries import distribution_key
+from trex_eval.verify import store as resolve_store
 
 PACKAGES = (
     "trex-eval",
@@ -84,4 +85,6 @@ def collect(
         },
         "sandbox": sandbox,
         "backend": backend,
+        # Whether re-solve results were read from and written to a store kept across runs, where.
+        "resolve_store": resolve_store.describe(),
     }

@@ -7,7 +7,7 @@ many).
   changes the program or its job (protocol, extractor, limits, gurobipy policy, data) runs the
   programs again, and a note says which benchmarks and why.
 * **Several rules, one pass.** Two rules of the same kind (``--rule orlm --rule strict``) grade
-  into one directory holding one run directory per rule (``OUT/orlm@2/``, ``OUT/strict@2/``) and
+  into one directory holding one run directory per rule (``OUT/orlm@3/``, ``OUT/strict@3/``) and
   a ``leaderboard.md`` with a column per rule; programs run at most once for all of them.
 * **Honest counts for foreign files.** A completions file is graded on the problems it holds
   (``--all-problems``: every problem of the benchmark, those without a completion graded

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Sequence
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from trex_eval.backends.base import Backend, GenerationRequest, ReportsEndpoints, create_backend
 from trex_eval.protocols.judge import SampleJudge
@@ -44,6 +47,87 @@ REPLAY_MISSING = "no recorded completion for "
 """How the ``replay`` backend's error for a sample its file does not hold begins: such a sample is
 graded :attr:`~trex_eval.records.Verdict.MISSING`, not ``api_error`` (nothing was requested)."""
 
+logger = logging.getLogger(__name__)
+
+
+def hidden_folders(run_dir: Path, bench_roots: Iterable[Path], options: RunOptions) -> tuple[str, ...]:
+    """The folders a run's programs must not see, sorted: the folder of the run directories
+    (other samples' grades), each benchmark's data folder and the data directory (the answers),
+    and the folder of the run whose executions are reused."""
+    hidden = {str(run_dir.resolve().parent), *(str(root) for root in bench_roots)}
+    if options.data_dir is not None:
+        hidden.add(str(options.data_dir))
+    if options.reuse_executions is not None:
+        hidden.add(str(options.reuse_executions.resolve().parent))
+    return tuple(sorted(hidden))
+
+
+class EarlyPool:
+    """A run's sandbox pool, started in a thread of its own while the run loads its data and plans
+    (the workers' start and the licence check then overlap the data's reading). ``hidden`` is what
+    it hides (:func:`hidden_folders`, predicted from the benchmarks' YAML files): the session
+    adopts the pool only where its own folders are the same, else discards it (:meth:`discard`)."""
+
+    def __init__(self, options: RunOptions, hidden: tuple[str, ...]) -> None:
+        self.hidden = hidden
+        self.pool = SandboxPool(
+            limits=SandboxLimits(),
+            workers=options.workers,
+            isolation=options.isolation,  # type: ignore[arg-type]
+            hidden=hidden,
+        )
+        # An event, not a future: a waiter that is cancelled (Ctrl-C) must not cancel the start,
+        # which runs on and is closed by discard() once it ends.
+        self._done = threading.Event()
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._discarded = False
+        self._error: BaseException | None = None
+        threading.Thread(target=self._start, name="trex-sandbox-start", daemon=True).start()
+
+    def _start(self) -> None:
+        try:
+            self.pool.start()
+        except BaseException as error:  # raised where the session awaits the pool
+            self._error = error
+        finally:
+            with self._lock:
+                self._done.set()
+                discarded = self._discarded
+            if discarded:
+                self.pool.close()
+                self._closed.set()
+
+    async def started(self) -> None:
+        """Wait for the start to end; raises what it raised (``SandboxError``: no isolation the
+        run asked for, no worker started)."""
+        await asyncio.to_thread(self._done.wait)
+        if self._error is not None:
+            raise self._error
+
+    def discard(self) -> None:
+        """Close the pool: now where its start has ended (a failed one included), else by the
+        start's thread as soon as it ends, which this waits for. A pool is never closed while it
+        starts (its workers would outlive the close): a wait cut short (Ctrl-C) leaves the closing
+        to that thread."""
+        with self._lock:
+            self._discarded = True
+            done = self._done.is_set()
+        if done:
+            self.pool.close()
+        else:
+            self._closed.wait()
+
+
+def _adopted(early: EarlyPool | None, hidden: tuple[str, ...]) -> EarlyPool | None:
+    """``early`` where it hides exactly ``hidden``; else None, ``early`` closed (a pool that hides
+    other folders than the session's is never used)."""
+    if early is None or early.hidden == hidden:
+        return early
+    logger.info("sandbox: the pool started early hides other folders than the run's; starting another")
+    early.discard()
+    return None
+
 
 class Session:
     """One session of a run: what is left to do, the sandbox pool, the backend, the counters.
@@ -52,8 +136,17 @@ class Session:
     """
 
     def __init__(
-        self, spec: RunSpec, options: RunOptions, prepared: Sequence[PreparedBenchmark], store: RunStore
+        self,
+        spec: RunSpec,
+        options: RunOptions,
+        prepared: Sequence[PreparedBenchmark],
+        store: RunStore,
+        *,
+        early: EarlyPool | None = None,
     ) -> None:
+        """``early``: the pool the run started while it prepared, adopted where it hides the
+        session's folders (else closed); without one the session makes its own, started in
+        :meth:`execute`. Closed with the session either way."""
         self.spec, self.options, self.prepared, self.store = spec, options, prepared, store
         # A sample whose model request failed, or whose completion was not recorded, is tried
         # again when the run is resumed.
@@ -84,22 +177,23 @@ class Session:
         self.notes += reuse_notes
         # Programs must not read the answers (data directory, benchmark folders) or other
         # samples' grades (run directories).
-        hidden = {str(store.root.resolve().parent), *(str(item.bench.root) for item in prepared)}
-        if options.data_dir is not None:
-            hidden.add(str(options.data_dir))
-        if options.reuse_executions is not None:
-            hidden.add(str(options.reuse_executions.resolve().parent))
-        self.pool = SandboxPool(
-            limits=SandboxLimits(),
-            workers=options.workers,
-            isolation=options.isolation,  # type: ignore[arg-type]
-            hidden=tuple(sorted(hidden)),
+        hidden = hidden_folders(store.root, (item.bench.root for item in prepared), options)
+        self.early = _adopted(early, hidden)
+        self.pool = (
+            self.early.pool
+            if self.early is not None
+            else SandboxPool(
+                limits=SandboxLimits(),
+                workers=options.workers,
+                isolation=options.isolation,  # type: ignore[arg-type]
+                hidden=hidden,
+            )
         )
         # With every execution reusable the pool starts only if a program differs after all.
         self.pool_lazy = bool(self.reusable) and all(item.bench.name in self.reusable for item in prepared)
         self.pool_started = False
         self.pool_lock = asyncio.Lock()
-        self.ray = self._on_ray(hidden)
+        self.ray = self._on_ray(set(hidden))
         # With repair, any sample left may need a round nobody has generated yet.
         needs_model = any(((item.bench.name, p.id, i), 0) not in self.stored for item, p, i in self.todo) or (
             self.repair is not None and bool(self.todo)
@@ -173,7 +267,9 @@ class Session:
                 if isinstance(self.backend, ReportsEndpoints):  # clients of endpoints only
                     self.endpoint_stats = list(self.backend.endpoint_stats())
                 await self.backend.close()
-            if self.pool_started:
+            if self.early is not None:  # started (or starting) whether or not it was awaited
+                await asyncio.to_thread(self.early.discard)
+            elif self.pool_started:
                 await asyncio.to_thread(self.pool.close)
             if self.ray is not None:
                 self.ray.close()
@@ -183,7 +279,10 @@ class Session:
         async with self.pool_lock:
             if self.pool_started:
                 return
-            await asyncio.to_thread(self.pool.start)
+            if self.early is not None:
+                await self.early.started()
+            else:
+                await asyncio.to_thread(self.pool.start)
             self.pool_started = True
         self.progress.note(f"sandbox isolation: {self.pool.isolation}")
         for warning in self.pool.isolation_report.warnings:  # programs can read the answers

@@ -9,6 +9,7 @@ libraries in a separate process (they print banners and may hold licence state).
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 import subprocess
 from collections.abc import Mapping
@@ -20,6 +21,8 @@ from . import launch
 
 WARN_DAYS = 30
 """A licence expiring within this many days produces a warning."""
+LIBRARIES = ("gurobipy", "coptpy")
+"""The libraries checked, in report order."""
 
 
 class SolverLicence(Record):
@@ -103,9 +106,18 @@ def licence_preflight(
     """Check gurobipy and coptpy licences in a separate process.
 
     ``extra_env`` is added to the scrubbed environment (e.g. ``GRB_LICENSE_FILE``). A probe that
-    cannot run at all yields libraries marked not ok with the reason, never an exception.
+    cannot run at all yields libraries marked not ok with the reason, never an exception. With
+    neither library importable by this interpreter (``python`` left out) no process is started:
+    both are reported not installed, as the probe would report them.
     """
     checked_on = today or dt.date.today()
+    if python is None and not any(_importable(name) for name in LIBRARIES):
+        # The probe is a Python start-up (a fifth of a CPU second) that would find nothing.
+        absent = {"installed": False}
+        return LicenceReport(
+            checked_on=checked_on,
+            solvers=tuple(solver_licence(name, absent, today=checked_on) for name in LIBRARIES),
+        )
     command = launch.runtime_command("licence", python=python)
     try:
         done = subprocess.run(
@@ -121,7 +133,14 @@ def licence_preflight(
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as error:
         failure = {"installed": True, "ok": False, "error": f"licence probe failed: {error}"[:500]}
         raw = {"gurobipy": failure, "coptpy": failure}
-    solvers = tuple(
-        solver_licence(name, raw.get(name, {}), today=checked_on) for name in ("gurobipy", "coptpy")
-    )
+    solvers = tuple(solver_licence(name, raw.get(name, {}), today=checked_on) for name in LIBRARIES)
     return LicenceReport(checked_on=checked_on, solvers=solvers)
+
+
+def _importable(name: str) -> bool:
+    """Whether top-level module ``name`` can be found on this interpreter's path (nothing is
+    imported; the probe runs ``python -I``, whose path is a part of this one's)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib.metadata
 import logging
@@ -18,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from .. import config
 from ..errors import SandboxError
 from ..fairness import FairGate, Grant
 from ..records import ExecStatus, Execution
@@ -43,6 +45,7 @@ from .worker import WorkerFailure, WorkerGone, WorkerProcess
 from .worker_config import WorkerSettings
 
 logger = logging.getLogger("trex_eval.sandbox")
+_AS_THIS_USER = "programs run at the rlimits level, as this user, and could write it"
 T = TypeVar("T")
 
 DEFAULT_PRELOAD: tuple[str, ...] = ()
@@ -74,7 +77,8 @@ class SandboxPool:
         preload: modules each worker imports before serving (see :data:`DEFAULT_PRELOAD`).
         warmable: modules a worker imports once its programs use them (see :data:`DEFAULT_WARMABLE`).
         hidden: directories programs must not see (bubblewrap level): the benchmark data with
-            its reference answers, run directories.
+            its reference answers, run directories. The store of re-solve results
+            (:func:`trex_eval.config.resolve_store_dir`) is always added.
         extra_env: variables added to the programs' otherwise empty environment.
         highs_package: folder of the licence-free gurobipy layer that ``highs`` jobs import as
             ``gurobipy`` (default: the installed ``gurobipy_highs``, located without importing it).
@@ -106,7 +110,9 @@ class SandboxPool:
         self.workers = workers
         self.preload = preload
         self.warmable = warmable
-        self.hidden = tuple(os.path.realpath(path) for path in hidden)
+        store = config.resolve_store_dir()
+        private = () if store is None else (str(store),)
+        self.hidden = tuple(os.path.realpath(path) for path in (*hidden, *private))
         self.highs_package = highs_package if highs_package is not None else launch.highs_package()
         self._requested_isolation = isolation
         self._extra_env = dict(extra_env or {})
@@ -138,6 +144,10 @@ class SandboxPool:
         if self._started:
             return
         launch.cache_runtime_bytecode()
+        store = config.resolve_store_dir()
+        if store is not None:  # a folder that is missing cannot be masked where a bound tree holds it
+            with contextlib.suppress(OSError):
+                store.mkdir(mode=0o700, parents=True, exist_ok=True)
         # The licence check is a process of its own that needs nothing from the probe: it runs
         # beside the probe and the workers' start instead of after either.
         licence = _in_background(functools.partial(licence_preflight, extra_env=self._extra_env))
@@ -148,6 +158,8 @@ class SandboxPool:
             needed=(str(self.highs_package),) if self.highs_package is not None else (),
         )
         self._report = report
+        if report.level == "rlimits" and (store := config.withdraw_resolve_store(_AS_THIS_USER)):
+            logger.warning("sandbox: the store of re-solve results (%s) is emptied and not used", store)
         for removed in remove_stale_scratch():
             logger.info("sandbox: removed the scratch directory of a harness that is gone: %s", removed)
         self._root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))

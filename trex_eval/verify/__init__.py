@@ -25,6 +25,13 @@ read, semi-continuous variables in a quadratic model without gurobipy, statuses 
 failures or time-outs. The graders turn a passing claim that was not matched into the verdict
 ``unverified``.
 
+**Certificates before re-solves.** An optimal claim about a continuous LP whose solver's primal
+point and row duals were captured is first checked by :mod:`.certificate` (in the calling
+thread, exact arithmetic on the captured numbers only): when the point is feasible and the dual
+bound the harness computes closes the gap to the harness's primal objective, and the claim
+agrees with that objective, the claim is matched with ``verified_by="certificate"`` and no
+re-solve runs. In every other case the re-solve below decides, as if no duals were captured.
+
 **Bounded harness work.** The captured model is hostile input to the harness, so a
 re-solve is bounded before it starts and while it runs:
 
@@ -56,7 +63,9 @@ re-solve is bounded before it starts and while it runs:
 **Which solver.** A gurobipy claim is re-solved with gurobipy when gurobipy is licensed in the
 verifier processes (the same solver: 3-100x faster than HiGHS on the B4O MILPs, and it handles every
 quadratic kind); a model too large for its licence falls back to the rest of the list (under
-the size-limited pip licence, before it is built: :data:`LIMITED_VARIABLES`). Otherwise
+the size-limited pip licence, before it is built: :data:`LIMITED_VARIABLES`). A convex continuous QP (up to
+:data:`HIGHS_QP_MAX_COLUMNS` columns) goes to HiGHS even then (milliseconds, against
+~0.2-0.35 CPU s for gurobipy's re-solve of a small QP). Otherwise
 linear models and MILPs go to HiGHS, convex continuous QPs (up to :data:`HIGHS_QP_MAX_COLUMNS`
 columns) to HiGHS's QP solver, and everything else quadratic (MIQP, QCP, larger QPs, non-convex
 or not shown convex) to SCIP through pyscipopt.
@@ -65,7 +74,9 @@ Verdicts are remembered (LRU, :data:`CACHE_SIZE` models) under a key of the mode
 only, without its names: samples of one problem, and twin problems worded differently, often
 build the very same matrix under other names. Two threads asking about the same model at once
 solve it once. A re-solve may take twice the program's own CPU time (10-120 CPU s,
-:func:`verification_budget`); a time-out is not remembered.
+:func:`verification_budget`); a time-out is not remembered. Decisive results of verification's
+re-solves are also kept across runs, keyed by the model, the re-solve code, the solvers' versions
+and the budget (:mod:`.store`, ``TREX_RESOLVE_STORE``).
 
 Verification is a stage of its own, below grading: the sandbox runs programs and never
 verifies, verification re-derives values, grading judges.
@@ -73,8 +84,9 @@ verifies, verification re-derives values, grading judges.
 Modules: :mod:`.base` (verdict, refusals, the deadlines), :mod:`.views` (size caps, the model in
 arrays, its digest, convexity), :mod:`.highs`, :mod:`.gurobi`, :mod:`.scip` (one re-solver
 each, run in a verifier process), :mod:`.worker` (the verifier process: which solver, under its
-CPU budget), :mod:`.lanes` (the harness's side of those processes), :mod:`.choice` (the memo and
-the verdict on a claim), :mod:`.model_files` (the model files programs write, read there too).
+CPU budget), :mod:`.lanes` (the harness's side of those processes), :mod:`.store` (re-solve
+results kept across runs), :mod:`.choice` (the memo and the verdict on a claim),
+:mod:`.model_files` (the model files programs write, read there too).
 """
 
 from __future__ import annotations

@@ -26,13 +26,16 @@ class Resolve:
     """The harness's verdict on a model: normalised status, objective, raw status, solver name,
     and ``cpu_s``, the CPU seconds its re-solve took in a verifier process (0 where not measured):
     what a diagnosis charges to its budget for it, also when the verdict came from the memo (so
-    that a diagnosis does not depend on what other samples solved first)."""
+    that a diagnosis does not depend on what other samples solved first). ``stored``: the
+    verdict was read from the persistent store of re-solve results (:mod:`.store`), not solved
+    by this process."""
 
     status: SolveStatus
     objective: float | None
     raw_status: str
     solver: str = "highs"
     cpu_s: float = 0.0
+    stored: bool = False
 
 
 class Unsolvable(Exception):

@@ -3,6 +3,7 @@ and the memo of verdicts (see the package docstring for the contract)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -12,9 +13,12 @@ from typing import Any
 
 from ..errors import TrexError
 from ..fairness import DEADLINE, DeadlinePassed
+from ..linear_model import CERTIFICATE
 from ..records import Execution, LinearModel, SolveRecord, SolveStatus
 from .base import OutOfTime, Resolve, ThreadCpuDeadline, Unsolvable
+from .certificate import Certified, certify
 from .lanes import verifier_lanes
+from .store import through_store
 from .views import ModelView, model_view, raw_key, size_problem, view_key
 
 CACHE_MAX_ENTRIES = 20_000
@@ -40,7 +44,7 @@ _COMPATIBLE = {
     SolveStatus.INF_OR_UNBD: (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD),
 }
 SOLVERS = ("gurobipy", "highs", "scip")
-"""Names :func:`verify_solve` records in ``SolveRecord.verified_by``."""
+"""Names :func:`verify_solve` records in ``SolveRecord.verified_by`` for a re-solve."""
 
 
 def model_key(model: LinearModel) -> bytes:
@@ -96,7 +100,10 @@ def resolve_remembered(
         Unsolvable: as :func:`resolve`.
     """
     deadline = ThreadCpuDeadline(budget_s)
-    return _remembered(model_view(model, deadline), prefer_gurobi=prefer_gurobi, deadline=deadline)
+    # Not the persistent store: a diagnosis's budget is what its sample's has left, another in
+    # every run, so its entries would never be met again.
+    view = model_view(model, deadline)
+    return _remembered(view, prefer_gurobi=prefer_gurobi, deadline=deadline, persist=False)
 
 
 class _Memo:
@@ -190,17 +197,23 @@ def _entries(view: ModelView) -> int:
     return view.n + int(view.values.size) + len(view.hessian) + rows
 
 
-def _remembered(view: ModelView, *, prefer_gurobi: bool, deadline: ThreadCpuDeadline) -> Resolve:
-    """:func:`resolve` of ``view`` within ``deadline``, remembered for small models (an
-    :class:`~.base.Unsolvable` is not remembered)."""
+def _remembered(
+    view: ModelView, *, prefer_gurobi: bool, deadline: ThreadCpuDeadline, persist: bool = True
+) -> Resolve:
+    """:func:`resolve` of ``view`` within ``deadline``, through the persistent store of re-solve
+    results when ``persist`` (:mod:`.store`, every size), remembered in memory for small models
+    (an :class:`~.base.Unsolvable` is neither)."""
+    digest, gurobi = view_key(view), prefer_gurobi and gurobi_available()
+
+    def solved() -> Resolve:
+        compute = functools.partial(_resolve_view, view, prefer_gurobi=prefer_gurobi, deadline=deadline)
+        if not persist:
+            return compute()
+        return through_store(digest, gurobi=gurobi, budget_s=deadline.limit_s, compute=compute)
+
     if _entries(view) > CACHE_MAX_ENTRIES:
-        return _resolve_view(view, prefer_gurobi=prefer_gurobi, deadline=deadline)
-    key = (view_key(view), prefer_gurobi and gurobi_available())
-    return _MEMO.get(
-        key,
-        lambda: _resolve_view(view, prefer_gurobi=prefer_gurobi, deadline=deadline),
-        budget_s=deadline.limit_s,
-    )
+        return solved()
+    return _MEMO.get((digest, gurobi), solved, budget_s=deadline.limit_s)
 
 
 def objectives_agree(reported: float, verified: float, *, integral: bool) -> bool:
@@ -225,6 +238,24 @@ def _skip_reason(solve: SolveRecord) -> str | None:
     return size_problem(model)
 
 
+def _certified(solve: SolveRecord, model: LinearModel) -> SolveRecord | None:
+    """``solve`` matched by the LP's optimality certificate (:mod:`.certificate`: the harness's
+    own primal objective, proven optimal by a dual bound it computed exactly), ``verified_by``
+    :data:`CERTIFICATE`; None, for the re-solve to decide, where the claim is not an optimum,
+    no certificate holds or the claim does not agree with the certified value (a certificate
+    only ever confirms a claim: the re-solve keeps every other verdict)."""
+    if solve.status is not SolveStatus.OPTIMAL or solve.objective is None or not model.primal:
+        return None
+    found = certify(model)
+    if not isinstance(found, Certified) or not objectives_agree(
+        solve.objective, found.objective, integral=False
+    ):
+        return None
+    return solve.model_copy(
+        update={"verified_objective": found.objective, "verification": "match", "verified_by": CERTIFICATE}
+    )
+
+
 def verify_solve(
     solve: SolveRecord, *, budget_s: float = VERIFY_MIN_S, prefer_gurobi: bool | None = None
 ) -> SolveRecord:
@@ -247,6 +278,9 @@ def verify_solve(
         return solve.model_copy(update={"verification": f"skipped: {reason}"})
     model = solve.model
     assert model is not None
+    certified = _certified(solve, model)
+    if certified is not None:
+        return certified
     gurobi = solve.library == "gurobipy" if prefer_gurobi is None else prefer_gurobi
     text = raw_key(model)
     memo_key = None if text is None else (text, gurobi and gurobi_available())
@@ -294,6 +328,7 @@ def verify_solve(
             "verified_objective": result.objective,
             "verification": "match" if agrees else "mismatch",
             "verified_by": result.solver,
+            "verified_from_store": result.stored,
         }
     )
 

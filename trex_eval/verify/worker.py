@@ -75,6 +75,13 @@ def _open_choice(view: ModelView, deadline: Deadline) -> Callable[[ModelView, De
     return solve_highs if convex_objective(view, deadline) else solve_scip
 
 
+def _highs_qp(view: ModelView, deadline: Deadline) -> bool:
+    """Whether ``view`` is a convex continuous QP that HiGHS takes (:func:`_open_choice`), which
+    is re-solved with HiGHS even for a gurobipy claim: a few ms, where gurobipy's re-solve of a
+    QP takes ~0.2-0.35 CPU s. Not convex (BENCH4OPT_364/365's objective is indefinite): gurobipy."""
+    return bool(len(view.hessian)) and _open_choice(view, deadline) is solve_highs
+
+
 def resolve_view(
     view: ModelView,
     *,
@@ -83,14 +90,14 @@ def resolve_view(
     solving: Callable[[str], None] = lambda _: None,
 ) -> Resolve:
     """The verdict of the first solver that takes ``view`` (gurobipy first where preferred and
-    licensed, then :func:`_open_choice`), all of them within ``deadline``; ``solving(name)`` is
-    told each solver before it starts.
+    licensed, but for a convex continuous QP HiGHS takes; then :func:`_open_choice`), all of
+    them within ``deadline``; ``solving(name)`` is told each solver before it starts.
 
     Raises:
         Unsolvable: no solver takes the model (the last refusal's reason).
         OutOfTime: the deadline passed before a solver could run (no further solver is tried).
     """
-    if prefer_gurobi and gurobi_available():
+    if prefer_gurobi and gurobi_available() and not _highs_qp(view, deadline):
         solving("gurobipy")
         try:
             return solve_gurobi(view, deadline)

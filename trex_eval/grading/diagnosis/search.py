@@ -12,6 +12,8 @@ Order of the checks, cheapest and most specific first; the first that holds deci
    names nothing: the search of 2. decides). The search of 2. runs on the captured model, and
    the edit that reaches the reference, where one does, is named in the detail (its value in
    the evidence). A completion cut off by the token limit stays ``truncated``;
+   A program that raised after an optimal last solve whose harness value the rule accepts is
+   ``crashed_after_solve`` (:mod:`.crash`); one whose value it does not accept goes on to 1.;
 1. failures before a model exists (:mod:`.failures`);
 2. a model whose value is wrong, or whose status is infeasible/unbounded against a reference
    with an optimum: the value the verdict judged (the harness's re-solve where the judge made
@@ -47,6 +49,7 @@ from typing import Protocol, TypeGuard
 
 from trex_eval.errors import TrexError
 from trex_eval.fairness import DeadlinePassed
+from trex_eval.grading.diagnosis.crash import crashed_after_solve
 from trex_eval.grading.diagnosis.drops import describe, droppable, first_drop
 from trex_eval.grading.diagnosis.edits import Edit, model_edits, rounded_bounds_widened
 from trex_eval.grading.diagnosis.failures import NOT_DIAGNOSED, failure_diagnosis
@@ -170,6 +173,13 @@ def diagnose(
     ):
         solver = _Solver(solve, budget or DiagnosisBudget())
         return _raised_diagnosis(last, execution, reference, rule, solver)
+    if last is not None and isinstance(rule, ObjectiveRule):
+        solver = _Solver(solve, budget or DiagnosisBudget())
+        crashed = crashed_after_solve(
+            execution, completion=completion, grade=grade, reference=reference, rule=rule, resolve=solver
+        )
+        if crashed is not None:
+            return crashed
     found = failure_diagnosis(completion, execution, grade)
     if found is not None:
         return found

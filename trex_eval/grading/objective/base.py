@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from trex_eval.errors import GradingError
 from trex_eval.grading.spec import RuleIdentity, rule_spec
+from trex_eval.linear_model import CERTIFICATE
 from trex_eval.records import (
     ExecStatus,
     Execution,
@@ -36,10 +37,12 @@ __all__ = [
     "failure_verdict",
     "fmt",
     "harness_objective",
+    "harness_path",
     "may_pass_when_verified",
     "resolver_name",
     "rule_spec",
     "unverified_reason",
+    "verified_source",
 ]
 
 NO_FINITE_OPTIMUM = frozenset({SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INF_OR_UNBD})
@@ -158,6 +161,20 @@ def harness_objective(solve: SolveRecord) -> float | None:
 def resolver_name(solve: SolveRecord) -> str:
     """The parent's solver of ``solve``'s re-solve as reasons name it (``HiGHS`` when unrecorded)."""
     return {"gurobipy": "gurobipy", "scip": "SCIP"}.get(solve.verified_by or "", "HiGHS")
+
+
+def harness_path(solve: SolveRecord) -> str:
+    """How the harness derived ``solve``'s value, as reasons name it: ``"gurobipy re-solve"``
+    (the solver's name, :func:`resolver_name`) or ``"optimality certificate"``."""
+    if solve.verified_by == CERTIFICATE:
+        return "optimality certificate"
+    return f"{resolver_name(solve)} re-solve"
+
+
+def verified_source(solve: SolveRecord) -> str:
+    """``ObjectiveEvidence.source`` of a graded harness value: ``"certified"`` when an LP's
+    optimality certificate matched the claim, else ``"verified"`` (a re-solve)."""
+    return "certified" if solve.verified_by == CERTIFICATE else "verified"
 
 
 def may_pass_when_verified(accepts: Callable[[float], bool], claimed: float, reference: float) -> bool:

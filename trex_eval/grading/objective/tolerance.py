@@ -50,7 +50,7 @@ One decision procedure, read top to bottom:
    ``correct``, for reproducing conventions that trust the program's solver; the reason says the
    claim was graded unverified. A harness value, where there is one, is graded under every rule.
 
-``optmath:fallback=true`` (``optmath@2:fallback=true`` wherever the rule is named; off by default
+``optmath:fallback=true`` (``optmath@3:fallback=true`` wherever the rule is named; off by default
 here, on by default in OptMATH's evaluator) adds OptMATH's **conversion fallback**
 (``ScriptExecutor.execute_with_fallback`` of
 :data:`~trex_eval.grading.objective.presets.OPTMATH_SOURCE`): a program that does not pass is
@@ -79,10 +79,12 @@ from trex_eval.grading.objective.base import (
     failure_verdict,
     fmt,
     harness_objective,
+    harness_path,
     may_pass_when_verified,
     resolver_name,
     rule_spec,
     unverified_reason,
+    verified_source,
 )
 from trex_eval.grading.objective.comparison import Comparison, Tolerance
 from trex_eval.grading.objective.sign import Signed, signed, unsigned_note
@@ -304,12 +306,12 @@ class ToleranceRule:
             value,
             solve.status,
             reference,
-            source="verified-negated" if sign.negated else "verified",
+            source=verified_source(solve) + ("-negated" if sign.negated else ""),
             claimed=claimed,
             solve=solve,
             result=result,
         )
-        what = f"{resolver_name(solve)} re-solve" + (f" {fmt(harness)} negated:" if sign.negated else "")
+        what = harness_path(solve) + (f" {fmt(harness)} negated:" if sign.negated else "")
         values = self._values(what, value, reference, result)
         claim = (
             "the program claimed the same"

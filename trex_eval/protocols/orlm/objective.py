@@ -60,10 +60,12 @@ from trex_eval.grading.objective.base import (
     failure_verdict,
     fmt,
     harness_objective,
+    harness_path,
     may_pass_when_verified,
     resolver_name,
     rule_spec,
     unverified_reason,
+    verified_source,
 )
 from trex_eval.grading.spec import RuleSpec
 from trex_eval.records import (
@@ -247,8 +249,9 @@ class OrlmCompatRule:
         """Compare the harness's re-solve ``harness`` of ``model`` (whose ``answer`` agreed with it)
         with ``label`` as ORLM reads it."""
         expected = label if isinstance(label, str) else fmt(label)
-        evidence = self._evidence(binding, reference, harness, label, solve=solve, source="verified")
-        graded = f"{said}; graded: the harness's {resolver_name(solve)} re-solve {fmt(harness)}"
+        source = verified_source(solve)
+        evidence = self._evidence(binding, reference, harness, label, solve=solve, source=source)
+        graded = f"{said}; graded: the harness's {harness_path(solve)} {fmt(harness)}"
         rounded = self._rounded(harness, label)
         if orlm_match(harness, label, self.tolerance):
             agrees = "" if answer == harness else " within verification's agreement tolerance"

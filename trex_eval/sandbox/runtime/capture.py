@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -230,6 +230,8 @@ class LinearModelBuilder:
         self.n_general_constraints = 0
         self.n_sos = 0
         self.q_constraints: list[dict[str, Any]] = []
+        self.primal: list[float] = []
+        self.row_duals: list[float] = []
 
     def bound(self, value: object, default: float) -> float:
         """A bound as a float, with the library's infinity (or None) mapped to +/-inf."""
@@ -308,9 +310,33 @@ class LinearModelBuilder:
         )
         self.n_quadratic_constraints = len(self.q_constraints)
 
+    def continuous_linear(self) -> bool:
+        """Whether the model read so far is a continuous LP (the only kind whose optimum the
+        harness may certify from the solver's primal and dual values)."""
+        return not (self.q_obj or self.q_constraints or self.n_general_constraints or self.n_sos) and all(
+            kind == "C" for kind in self.vtype
+        )
+
+    def attach_solution(self, primal: Iterable[object], row_duals: Iterable[object]) -> None:
+        """Keep the solver's primal values (one per column) and row duals (one per row) for the
+        harness's optimality certificate; nothing is kept when either does not fit the model or
+        holds a value that is not a finite number (the harness then re-solves, as without them).
+        Call after every column and row was added."""
+        values = [finite_or_none(value) for value in primal]
+        duals = [finite_or_none(value) for value in row_duals]
+        if len(values) != len(self.obj) or len(duals) != len(self.row_lower):
+            return
+        if any(value is None for value in values) or any(value is None for value in duals):
+            return
+        self.primal = [float(value) for value in values if value is not None]
+        self.row_duals = [float(value) for value in duals if value is not None]
+
     def build(self) -> dict[str, Any]:
-        """The model as a JSON-ready dict with exactly the ``LinearModel`` fields."""
+        """The model as a JSON-ready dict with exactly the ``LinearModel`` fields (the solution
+        fields only where :meth:`attach_solution` kept one)."""
+        solution = {"primal": self.primal, "row_duals": self.row_duals} if self.primal else {}
         return {
+            **solution,
             "sense": self.sense,
             "objective_constant": float(self.objective_constant),
             "var_names": self.var_names,

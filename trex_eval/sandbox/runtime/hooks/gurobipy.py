@@ -87,7 +87,8 @@ def capture_matrix(model: Any) -> dict[str, Any]:
                 raise c.CaptureError("matrix not captured: duplicate variable names")
         return by_name[var.VarName]
 
-    for constr in model.getConstrs():
+    constrs = list(model.getConstrs())
+    for constr in constrs:
         row = model.getRow(constr)
         entries = [(position(row.getVar(i)), row.getCoeff(i)) for i in range(row.size())]
         builder.add_sense_row(
@@ -116,7 +117,20 @@ def capture_matrix(model: Any) -> dict[str, Any]:
     builder.n_quadratic_constraints = int(model.NumQConstrs)
     builder.n_general_constraints = int(model.NumGenConstrs)
     builder.n_sos = int(model.NumSOS)
+    _attach_solution(model, builder, variables, constrs)
     return builder.build()
+
+
+def _attach_solution(
+    model: Any, builder: c.LinearModelBuilder, variables: list[Any], constrs: list[Any]
+) -> None:
+    """The optimal LP's ``X`` and ``Pi`` (both gurobipy and the gurobipy_highs layer expose
+    them), for the harness's certificate; a failure to read them only leaves them out."""
+    try:
+        if int(model.Status) == 2 and builder.continuous_linear():
+            builder.attach_solution(model.getAttr("X", variables), model.getAttr("Pi", constrs))
+    except Exception:
+        return
 
 
 def _prepare(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

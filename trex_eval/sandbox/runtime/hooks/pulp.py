@@ -69,14 +69,28 @@ def capture_matrix(problem: Any) -> dict[str, Any]:
             ub=var.upBound,
             vtype=_VTYPE.get(str(var.cat), "C"),
         )
-    for constraint in _constraints(problem):
+    constraints = _constraints(problem)
+    for constraint in constraints:
         entries = [(position[id(var)], float(coef)) for var, coef in constraint.items()]
         rhs = -float(constraint.constant)
         sense = {-1: "<=", 0: "=", 1: ">="}[int(constraint.sense)]
         builder.add_sense_row(constraint.name or "", sense=sense, rhs=rhs, entries=entries)
     if objective is not None:
         builder.objective_constant = float(objective.constant)
+    _attach_solution(problem, builder, variables, constraints)
     return builder.build()
+
+
+def _attach_solution(
+    problem: Any, builder: c.LinearModelBuilder, variables: list[Any], rows: list[Any]
+) -> None:
+    """An optimal LP's ``varValue`` and ``pi`` (solvers that report no duals leave ``pi`` None:
+    nothing is kept), for the harness's certificate; a failure only leaves them out."""
+    try:
+        if int(problem.status) == 1 and builder.continuous_linear():
+            builder.attach_solution([var.varValue for var in variables], [row.pi for row in rows])
+    except Exception:
+        return
 
 
 def _prepare(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
