@@ -49,7 +49,10 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+
+from cgroup_cpu import tree_cpu
 
 from trex_eval import verify
 from trex_eval.backends.reference import reference_completion_text
@@ -59,6 +62,17 @@ from trex_eval.extract import extract
 from trex_eval.records import Completion, Execution, ObjectiveReference, Problem, SolveRecord
 
 TIMEOUT_S = 360
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One path's cost in one round: ``wall`` seconds and ``cpu`` seconds (user + system) of its
+    whole process tree, None where no cgroup could be made (not root, no cgroup v1 cpuacct)."""
+
+    wall: float
+    cpu: float | None
+
+
 TOLERANCE = 1e-6
 
 # The §4.1 wrapper: the user code runs at module level inside one try; the model must be bound to
@@ -147,12 +161,15 @@ def _reference_one(problem: Problem, code: str) -> bool:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def reference_path(programs: list[tuple[Problem, str]], lanes: int) -> tuple[float, int]:
-    """(wall seconds, programs scored correct) for the §4.1 path over ``programs``."""
-    started = time.perf_counter()
-    with ThreadPoolExecutor(lanes) as pool:
-        passed = sum(pool.map(lambda item: _reference_one(*item), programs))
-    return time.perf_counter() - started, passed
+def reference_path(programs: list[tuple[Problem, str]], lanes: int) -> tuple[Cost, int]:
+    """(cost, programs scored correct) for the §4.1 path over ``programs``: this process's
+    threads and every program's interpreter are counted."""
+    with tree_cpu("reference") as cpu:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(lanes) as pool:
+            passed = sum(pool.map(lambda item: _reference_one(*item), programs))
+        wall = time.perf_counter() - started
+    return Cost(wall, cpu.seconds), passed
 
 
 # A lane of the ceiling (c): one JSON job a line on stdin ({"files": ..., "code": ...}), one line
@@ -195,8 +212,9 @@ def ceiling_path(
     lanes: int,
     *,
     claims: dict[str, tuple[SolveRecord, float]] | None = None,
-) -> float:
-    """Wall seconds for the bare fork ceiling (c) over ``programs`` (servers started, not timed);
+) -> Cost:
+    """Cost of the bare fork ceiling (c) over ``programs`` (servers started and warmed, neither
+    timed nor counted; then the servers, their forked children and this process's re-solves are);
     with ``claims`` (problem id -> the last solve an audit captured), the verified ceiling (d)."""
     verify._MEMO.clear()
     servers = [
@@ -232,10 +250,12 @@ def ceiling_path(
                     solve, limit = claim
                     verify.verify_solve(solve.model_copy(update={"verification": None}), budget_s=limit)
 
-        started = time.perf_counter()
-        with ThreadPoolExecutor(lanes) as pool:
-            list(pool.map(lane, servers))
-        return time.perf_counter() - started
+        with tree_cpu("ceiling", pids=[server.pid for server in servers]) as cpu:
+            started = time.perf_counter()
+            with ThreadPoolExecutor(lanes) as pool:
+                list(pool.map(lane, servers))
+            wall = time.perf_counter() - started
+        return Cost(wall, cpu.seconds)
     finally:
         for server in servers:
             if server.stdin is not None:
@@ -243,15 +263,18 @@ def ceiling_path(
             server.wait(timeout=60)
 
 
-def audit_path(benchmark: str, lanes: int, out: Path) -> tuple[float, int]:
-    """(wall seconds, correct verdicts) for ``trex-eval audit`` as a fresh command."""
+def audit_path(benchmark: str, lanes: int, out: Path, *, store: Path | None) -> tuple[Cost, int]:
+    """(cost, correct verdicts) for ``trex-eval audit`` as a fresh command, its whole process
+    tree counted; ``store``: the folder of stored re-solve results it may use (None: off)."""
     command = [
         sys.executable, "-m", "trex_eval", "audit", benchmark,
         "--workers", str(lanes), "--out", str(out), "--no-progress",
     ]  # fmt: skip
-    started = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
+    env = {**os.environ, "TREX_RESOLVE_STORE": str(store) if store is not None else "off"}
+    with tree_cpu("audit") as cpu:
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, text=True, env=env)
+        elapsed = time.perf_counter() - started
     verdicts = Counter(json.loads(line)["grade"]["verdict"] for line in (out / "samples.jsonl").open())
     with (out / "audit.csv").open(encoding="utf-8") as rows:
         for row in csv.DictReader(rows):
@@ -259,7 +282,7 @@ def audit_path(benchmark: str, lanes: int, out: Path) -> tuple[float, int]:
                 print(
                     f"  audit: {row['id']} {row['verdict']} without a documented data issue: {row['reason']}"
                 )
-    return elapsed, verdicts["correct"]
+    return Cost(elapsed, cpu.seconds), verdicts["correct"]
 
 
 def claims(run_dir: Path) -> dict[str, tuple[SolveRecord, float]]:
@@ -295,62 +318,93 @@ def verified_share(run_dir: Path) -> tuple[int, int, int, Counter[str]]:
     return correct, matched, passing, reasons
 
 
+PATHS = {
+    "reference": "(a) reference harness's path",
+    "audit": "(b) trex-eval audit, store off",
+    "audit_stored": "(b') trex-eval audit, store warm",
+    "bare": "(c) bare fork ceiling",
+    "verified": "(d) verified ceiling",
+}
+
+
+def _median(costs: list[Cost]) -> Cost:
+    cpus = [cost.cpu for cost in costs if cost.cpu is not None]
+    return Cost(
+        statistics.median(cost.wall for cost in costs),
+        statistics.median(cpus) if len(cpus) == len(costs) else None,
+    )
+
+
+def _shown(cost: Cost) -> str:
+    cpu = f"{cost.cpu:6.2f} CPU s" if cost.cpu is not None else "  (no cgroup)"
+    return f"{cost.wall:6.2f} s wall, {cpu}"
+
+
+def _ratios(medians: dict[str, Cost]) -> None:
+    """The issue's measures, in wall and in CPU seconds: how much less the audit costs than the
+    reference path (a / b), which share of each ceiling it reaches (c / b, d / b), and what the
+    store of re-solve results saves (b - b')."""
+    for measure, (top, bottom) in {
+        "reference path / audit (times less)": ("reference", "audit"),
+        "share of the bare fork ceiling (c / b)": ("bare", "audit"),
+        "share of the verified ceiling (d / b)": ("verified", "audit"),
+        "audit, store off / store warm": ("audit", "audit_stored"),
+    }.items():
+        if top not in medians or bottom not in medians:
+            continue
+        a, b = medians[top], medians[bottom]
+        cpu = f"{a.cpu / b.cpu:.2f}" if a.cpu and b.cpu else "n/a"
+        print(f"  {measure}: wall {a.wall / b.wall:.2f}, CPU {cpu}")
+    if "audit" in medians and "audit_stored" in medians:
+        cold, warm = medians["audit"].cpu, medians["audit_stored"].cpu
+        if cold is not None and warm is not None:
+            print(
+                f"  CPU saved by the store of re-solve results: {cold - warm:.2f} s ({1 - warm / cold:.0%})"
+            )
+
+
+def _round(
+    args: argparse.Namespace, programs: list[tuple[Problem, str]], scratch: Path, index: int
+) -> dict[str, Cost]:
+    """One round of every path, alternating; prints its line."""
+    costs: dict[str, Cost] = {}
+    costs["reference"], ref_passed = reference_path(programs, args.lanes)
+    run = scratch / f"audit-{index}"
+    costs["audit"], audit_passed = audit_path(args.benchmark, args.lanes, run, store=None)
+    costs["audit_stored"], _ = audit_path(
+        args.benchmark, args.lanes, scratch / f"stored-{index}", store=scratch / "store"
+    )
+    if not args.no_ceiling:
+        costs["bare"] = ceiling_path(programs, args.lanes)
+        costs["verified"] = ceiling_path(programs, args.lanes, claims=claims(run))
+    print(f"round {index + 1}: reference path {ref_passed} correct, audit {audit_passed} correct")
+    for key, cost in costs.items():
+        print(f"  {PATHS[key]:34} {_shown(cost)}")
+    return costs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmark", default="b4o-feasible")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--lanes", type=int, default=2)
     parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--no-ceiling", action="store_true", help="skip the bare fork ceiling (c)")
+    parser.add_argument("--no-ceiling", action="store_true", help="skip the ceilings (c) and (d)")
     args = parser.parse_args()
     data_dir = resolve_data_dir(args.data_dir)
     programs = _programs(args.benchmark, data_dir)
     print(f"{len(programs)} {args.benchmark} reference programs, {args.lanes} lanes, {os.cpu_count()} CPUs")
     scratch = Path(tempfile.mkdtemp(prefix="bench-grading-"))
-    reference_times: list[float] = []
-    audit_times: list[float] = []
-    ceiling_times: list[float] = []
-    verified_times: list[float] = []
-    last_run = scratch
     try:
-        for round_index in range(args.rounds):
-            ref_s, ref_passed = reference_path(programs, args.lanes)
-            last_run = scratch / f"audit-{round_index}"
-            audit_s, audit_passed = audit_path(args.benchmark, args.lanes, last_run)
-            reference_times.append(ref_s)
-            audit_times.append(audit_s)
-            line = (
-                f"round {round_index + 1}: reference path {ref_s:6.2f} s ({ref_passed} correct)   "
-                f"trex-eval audit {audit_s:6.2f} s ({audit_passed} correct)   ratio {ref_s / audit_s:.2f}x"
-            )
-            if not args.no_ceiling:
-                ceiling_times.append(ceiling_path(programs, args.lanes))
-                verified_times.append(ceiling_path(programs, args.lanes, claims=claims(last_run)))
-                bare_s, verified_s = ceiling_times[-1], verified_times[-1]
-                line += (
-                    f"\n         bare fork ceiling {bare_s:5.2f} s ({ref_s / bare_s:.2f}x)   "
-                    f"verified ceiling {verified_s:5.2f} s ({ref_s / verified_s:.2f}x)"
-                )
-            print(line)
-        ref_median, audit_median = statistics.median(reference_times), statistics.median(audit_times)
-        print(
-            f"median: reference path {ref_median:.2f} s, trex-eval audit {audit_median:.2f} s, "
-            f"ratio {ref_median / audit_median:.2f}x"
-        )
-        if ceiling_times:
-            ceiling_median = statistics.median(ceiling_times)
-            print(
-                f"bare fork ceiling {ceiling_median:.2f} s: no harness that forks per program exceeds "
-                f"{ref_median / ceiling_median:.2f}x here; trex-eval audit reaches "
-                f"{ceiling_median / audit_median:.0%} of it"
-            )
-            verified_median = statistics.median(verified_times)
-            print(
-                f"verified ceiling {verified_median:.2f} s: with the harness's re-solves no such harness "
-                f"exceeds {ref_median / verified_median:.2f}x here; trex-eval audit reaches "
-                f"{verified_median / audit_median:.0%} of it"
-            )
-        correct, matched, passing, reasons = verified_share(last_run)
+        # Fills the store (b') reads, untimed: a repeat audit meets the same models.
+        audit_path(args.benchmark, args.lanes, scratch / "filling", store=scratch / "store")
+        rounds = [_round(args, programs, scratch, index) for index in range(args.rounds)]
+        medians = {key: _median([costs[key] for costs in rounds]) for key in rounds[0]}
+        print(f"median of {args.rounds} rounds:")
+        for key, cost in medians.items():
+            print(f"  {PATHS[key]:34} {_shown(cost)}")
+        _ratios(medians)
+        correct, matched, passing, reasons = verified_share(scratch / f"audit-{args.rounds - 1}")
         print(
             f"verified: {matched}/{correct} correct verdicts backed by a harness re-solve; "
             f"{matched}/{passing} passing claims verified ({matched / max(passing, 1):.1%})"

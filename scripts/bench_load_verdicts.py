@@ -11,8 +11,9 @@ or reason class differs; exits 1 when a verdict differs or a pass was not verifi
 naming no re-solve), else 0.
 
 ``--against TREE [--rounds 3]`` measures instead what the audit costs, this tree against another
-``trex_eval`` package (a folder made by ``git archive HEAD trex_eval gurobipy_highs | tar -x -C
-DIR``), alternating round by round, quiet: wall and CPU seconds of each run's process tree.
+``trex_eval`` package (a folder made by ``git archive REV trex_eval gurobipy_highs benchmarks
+prompts | tar -x -C DIR``: the package finds its benchmark specs and prompts beside it),
+alternating round by round, quiet: wall and CPU seconds of each run's process tree.
 
 ``--rewards N`` also scores the first N B4O-Feasible reference completions through the reward
 API (:class:`~trex_eval.reward.RewardScorer`, ``binary`` policy) quiet and loaded in one process,

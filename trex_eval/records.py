@@ -22,6 +22,11 @@ from trex_eval.linear_model import LinearModel as LinearModel
 from trex_eval.linear_model import QuadraticConstraint as QuadraticConstraint
 from trex_eval.linear_model import SOSConstraint as SOSConstraint
 from trex_eval.linear_model import VariableType as VariableType
+from trex_eval.problem import InstanceLink as InstanceLink
+from trex_eval.problem import ObjectiveReference as ObjectiveReference
+from trex_eval.problem import Problem as Problem
+from trex_eval.problem import Reference as Reference
+from trex_eval.problem import StructureReference as StructureReference
 from trex_eval.text import Name, Text, Unicode
 from trex_eval.vocabulary import GUROBI_POLICY_ALIASES as GUROBI_POLICY_ALIASES
 
@@ -37,70 +42,6 @@ from trex_eval.vocabulary import Record as Record
 from trex_eval.vocabulary import SolveStatus as SolveStatus
 from trex_eval.vocabulary import Verdict as Verdict
 from trex_eval.vocabulary import canonical_gurobi_policy as canonical_gurobi_policy
-
-# --------------------------------------------------------------------------- problems
-
-
-class ObjectiveReference(Record):
-    """Reference answer of an objective-graded problem.
-
-    ``value`` is the optimal objective when ``status`` is ``optimal``; for an infeasible or
-    unbounded reference ``value`` is ``None`` and only the same status can match.
-    ``label`` keeps the answer exactly as the data file wrote it (e.g. ``"3000.0"``). ``sense``
-    is the objective's sense where the benchmark states it (``None``: not stated); it decides
-    the sign of a minimise-only solver's optimum (:mod:`trex_eval.grading.objective.sign`).
-    """
-
-    kind: Literal["objective"] = "objective"
-    status: SolveStatus = SolveStatus.OPTIMAL
-    value: float | None
-    label: str
-    sense: Literal["min", "max"] | None = None
-
-
-class StructureReference(Record):
-    """Reference of a structure-graded problem: a reference LP file (absolute path, as found when
-    the benchmark was loaded; ``lp_sha256`` identifies its content) plus, where known, the solve
-    status of that LP."""
-
-    kind: Literal["structure"] = "structure"
-    lp_path: str
-    lp_sha256: str
-    status: SolveStatus | None = None
-
-
-Reference = Annotated[ObjectiveReference | StructureReference, Field(discriminator="kind")]
-
-
-class Problem(Record):
-    """One benchmark item, ready to be rendered into a prompt.
-
-    Attributes:
-        benchmark: benchmark name (``nl4opt``, ``optibench``, ``b4o-feasible``, ``b4o-orgeval``, ...).
-        id: stable item id as a string (``"0"``; ``"BENCH4OPT_2"``).
-        index: 0-based row position in the source file.
-        question: the word problem text shown to the model.
-        reference: objective or structure reference.
-        instance_files: files placed in the program's working directory, name -> text content
-            (``{"data.json": "..."}`` for Bench4Opt rows).
-        data_path: the instance file path as the upstream data names it (prompt placeholder).
-        reference_code: the benchmark's own reference program, if it ships one.
-        twin_group: items sharing a value are wordings of one instance (ORGEval rows 2j/2j+1);
-            few-shot selection never shows a twin of the current item.
-        meta: extra string-valued fields from the data file (``wp_type``, ...).
-    """
-
-    benchmark: str
-    id: str
-    index: int
-    question: str
-    reference: Reference
-    instance_files: dict[str, str] = Field(default_factory=dict)
-    data_path: str | None = None
-    reference_code: str | None = None
-    twin_group: str | None = None
-    meta: dict[str, str] = Field(default_factory=dict)
-
 
 # --------------------------------------------------------------------------- prompts & completions
 

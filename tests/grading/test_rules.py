@@ -80,7 +80,7 @@ class TestSpecs:
         structure = {f.name for f in families(GraderKind.STRUCTURE)}
         assert objective == {
             "strict", "rel", "abs", "round", "orlm", "sirl", "optmath", "mamo", "orthought", "trex-compat",
-            "orlm-compat",
+            "orlm-compat", "budgeted",
         }  # fmt: skip
         assert structure == {"orgeval-fixed", "orgeval-exact", "orgeval-trex-compat"}
         assert FAMILIES[0].name == "strict"

@@ -17,7 +17,7 @@ from trex_eval.errors import SandboxError
 from trex_eval.records import SamplingParams
 from trex_eval.run import pipeline
 from trex_eval.run.prepare import prepare_benchmarks, run_settings
-from trex_eval.run.session import EarlyPool, Session, hidden_folders
+from trex_eval.run.session import EarlyPool, Session, hidden_folders, pool_lanes
 from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.store import RunManifest, RunStore
 
@@ -46,6 +46,7 @@ def test_the_session_adopts_the_pool_started_while_its_data_loaded(tmp_path: Pat
     session = _session(spec, options, early)
     try:
         assert session.pool is early.pool
+        assert early.pool.workers == 1  # one sample: one lane of the default two
         expected = hidden_folders(session.store.root, [item.bench.root for item in session.prepared], options)
         assert early.hidden == expected
         assert {os.path.realpath(tmp_path), os.path.realpath(data_dir)} <= set(early.pool.hidden)
@@ -83,3 +84,31 @@ def test_no_early_pool_where_the_session_may_not_start_one(tmp_path: Path, data_
 
     assert pipeline.early_pool(spec, reused, tmp_path / "run") is None
     assert pipeline.early_pool(unknown, plain, tmp_path / "run") is None
+
+
+def test_a_run_whose_claims_certificates_settle_starts_no_verifier_process(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verifier process starts at the first claim that needs a re-solve, not with the run: the
+    first two NL4OPT reference programs are LPs whose optimality certificates hold, so the run
+    verifies both passes without one (a start is ~0.25 CPU s of a short run's fixed cost)."""
+    from trex_eval.verify import lanes as lanes_module
+
+    fresh = lanes_module.VerifierLanes()
+    monkeypatch.setattr(lanes_module, "_LANES", fresh)
+    spec = RunSpec(model=REFERENCE, benchmarks=("nl4opt",), limit=2)
+    options = RunOptions(data_dir=data_dir, out=tmp_path / "run", show_progress=False, keep_records=True)
+    try:
+        result = pipeline.run(spec, options)
+    finally:
+        fresh.close()
+    grades = [record.grade for record in result.records]
+    assert len(grades) == 2 and all(grade.verdict.value == "correct" for grade in grades)
+    # Every pass is still verified: by the harness's own certificate check.
+    assert all(getattr(grade.evidence, "source", None) == "certified" for grade in grades)
+    assert fresh.started == 0
+
+
+def test_a_run_has_no_more_lanes_than_samples() -> None:
+    options = RunOptions(workers=4)
+    assert [pool_lanes(options, n) for n in (None, 0, 1, 3, 4, 9)] == [4, 1, 1, 3, 4, 4]

@@ -19,7 +19,7 @@ import pytest
 from sandbox_support import STAND_IN, TIGHT, marker, processes_with, require_bwrap
 
 from trex_eval.records import ExecStatus, Execution, SolveStatus
-from trex_eval.sandbox import Job, SandboxPool
+from trex_eval.sandbox import Job, SandboxPool, instances
 from trex_eval.sandbox.runtime import syscalls
 from trex_eval.verify import verify_solve
 
@@ -153,12 +153,28 @@ def test_writes_outside_the_working_directory_fail(tight_pool: SandboxPool) -> N
 
 def test_home_directories_are_hidden(tight_pool: SandboxPool) -> None:
     require_bwrap(tight_pool)
-    code = "import os\nprint(sorted(os.listdir('/root')), sorted(os.listdir('/home')))\n"
+    # What a pool binds under the home folder: the interpreter (pyenv) and the instance store
+    # (data files handed to programs by reference, <cache>/instances); the folders on the way to
+    # them show up empty but for that path, and nothing else of the home folder does.
+    store = instances.store_root().absolute()
+    home = Path.home()
+    on_the_way = {".pyenv"} | ({store.relative_to(home).parts[0]} if store.is_relative_to(home) else set())
+    between = [str(parent) for parent in store.parents if parent.is_relative_to(home) and parent != home]
+    code = (
+        "import os\nprint(sorted(os.listdir('/root')), sorted(os.listdir('/home')))\n"
+        f"for path in {between!r}:\n"
+        "    print('IN', path, sorted(os.listdir(path)))\n"
+    )
     execution = run(tight_pool, code, expect="any")
 
     assert execution.status is ExecStatus.OK
-    hidden = [entry for entry in os.listdir("/root") if entry != ".pyenv"]
+    hidden = [entry for entry in os.listdir("/root") if entry not in on_the_way]
     assert not any(f"'{entry}'" in execution.stdout_tail for entry in hidden)
+    for line in execution.stdout_tail.splitlines():
+        if line.startswith("IN "):
+            _, path, listed = line.split(" ", 2)
+            child = next(parent for parent in (store, *store.parents) if parent.parent == Path(path))
+            assert listed == repr([child.name]), line
 
 
 def test_another_jobs_directory_is_invisible(tight_pool: SandboxPool) -> None:

@@ -236,12 +236,19 @@ def _install(
 
 @dataclass(frozen=True)
 class SourceRepository:
-    """One pinned public repository holding benchmark files (``files``: upstream path -> sha256)."""
+    """One pinned public repository holding benchmark files (``files``: upstream path -> sha256).
+
+    ``unhashed``: files of the pinned commit that no hashed copy exists of (MIPLIB-NL's largest
+    data files, which the snapshot the pins were taken from lacked). A pull installs them from
+    the commit's archive where it has them, unchecked; a copy without them still verifies, and
+    the benchmark leaves out the rows that need them, saying which file is absent.
+    """
 
     repository: str
     commit: str
     files: Mapping[str, str]
     licence: str | None = None
+    unhashed: tuple[str, ...] = ()
 
     @property
     def folder_name(self) -> str:
@@ -263,7 +270,7 @@ class SourceRepository:
             default_member_prefix="",
             members={},
             files=self.files,
-            optional={},
+            optional={rel: (rel,) for rel in self.unhashed},
         )
 
 
@@ -271,7 +278,9 @@ def load_sources() -> dict[str, SourceRepository]:
     """The pinned repositories of ``data_manifest.json`` (``owner/name`` -> its pin)."""
     raw = json.loads((Path(__file__).resolve().parent / "data_manifest.json").read_text(encoding="utf-8"))
     return {
-        repo: SourceRepository(repo, item["commit"], item["files"], item.get("licence"))
+        repo: SourceRepository(
+            repo, item["commit"], item["files"], item.get("licence"), tuple(item.get("unhashed", ()))
+        )
         for repo, item in raw.get("sources", {}).items()
     }
 

@@ -24,7 +24,7 @@ from pydantic_core import ErrorDetails
 
 from trex_eval import config
 from trex_eval.benchmarks import assets
-from trex_eval.benchmarks.problem_builder import ProblemBuilder, RowProblem
+from trex_eval.benchmarks.problem_builder import DataAbsent, ProblemBuilder, RowProblem
 from trex_eval.benchmarks.rows import Row, read_problem_folders, read_rows
 from trex_eval.benchmarks.spec import BenchmarkSpec, known_keys
 from trex_eval.errors import BenchmarkError
@@ -39,6 +39,8 @@ class RowError:
     where: str
     field: str
     message: str
+    absent: bool = False
+    """Left out only because a data file is missing from this copy: ``source.rows`` counts it."""
 
     def __str__(self) -> str:
         return f"{self.where}: field '{self.field}': {self.message}"
@@ -310,7 +312,8 @@ def load_benchmark(
         rows = read_rows(source, file_format=spec.source.format)
     problems, errors, skipped = _problems(rows, loader, spec=spec)
     if strict:
-        _refuse_bad_rows(spec, spec_path=spec_path, problems=problems, errors=errors)
+        absent = sum(1 for row in skipped if row.absent)
+        _refuse_bad_rows(spec, spec_path=spec_path, problems=problems, errors=errors, absent=absent)
     digest = hashlib.sha256(spec_path.read_bytes())
     for file_digest in loader.file_digests(source):
         digest.update(file_digest.encode())
@@ -344,6 +347,9 @@ def _problems(
             continue
         try:
             problem = loader.problem(row)
+        except DataAbsent as exc:
+            skipped.append(RowError(where=row.where, field=exc.field, message=exc.message, absent=True))
+            continue
         except RowProblem as exc:
             errors.append(RowError(where=row.where, field=exc.field, message=exc.message))
             continue
@@ -358,9 +364,15 @@ def _problems(
 
 
 def _refuse_bad_rows(
-    spec: BenchmarkSpec, *, spec_path: Path, problems: Sequence[Problem], errors: Sequence[RowError]
+    spec: BenchmarkSpec,
+    *,
+    spec_path: Path,
+    problems: Sequence[Problem],
+    errors: Sequence[RowError],
+    absent: int = 0,
 ) -> None:
-    """The strict load's checks: no bad row, and the row count the spec pins (if any).
+    """The strict load's checks: no bad row, and the row count the spec pins (if any), which
+    counts the ``absent`` rows (left out for a data file missing from this copy) as well.
 
     Raises:
         BenchmarkError: naming the first ten bad rows, or the count expected and found.
@@ -370,14 +382,14 @@ def _refuse_bad_rows(
         raise BenchmarkError(
             f"{len(errors)} bad rows in benchmark '{spec.name}':\n    {listed}", where=str(spec_path)
         )
-    if spec.source.rows is not None and len(problems) != spec.source.rows:
+    if spec.source.rows is not None and len(problems) + absent != spec.source.rows:
         hint = (
             "the data directory may be from another snapshot: run `trex-eval data verify`"
             if is_shipped_spec(spec_path)
             else f"set source.rows in {spec_path.name} to {len(problems)} if the data file is right"
         )
         raise BenchmarkError(
-            f"expected {spec.source.rows} rows, found {len(problems)}",
+            f"expected {spec.source.rows} rows, found {len(problems) + absent}",
             where=f"{spec_location(spec_path, ('source', 'rows'))}: source.rows",
             hint=hint,
         )

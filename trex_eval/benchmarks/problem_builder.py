@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from trex_eval.benchmarks.answers import AnswerError, parse_answer
+from trex_eval.benchmarks.by_reference import InstanceError, instance_parts
 from trex_eval.benchmarks.rows import Row, read_rows
 from trex_eval.benchmarks.spec import BenchmarkSpec
-from trex_eval.records import GraderKind, ObjectiveReference, Problem, SolveStatus, StructureReference
+from trex_eval.records import (
+    GraderKind,
+    InstanceLink,
+    ObjectiveReference,
+    Problem,
+    SolveStatus,
+    StructureReference,
+)
 
 
 class RowProblem(Exception):
@@ -22,6 +31,10 @@ class RowProblem(Exception):
         super().__init__(message)
         self.field = field
         self.message = message
+
+
+class DataAbsent(RowProblem):
+    """A row left out because a data file it names is missing from this copy (not a bad row)."""
 
 
 class ProblemBuilder:
@@ -91,12 +104,31 @@ class ProblemBuilder:
             instance_files[self.spec.instance_file] = (
                 inline if isinstance(inline, str) else json.dumps(inline)
             )
+        links: tuple[InstanceLink, ...] = ()
+        meta_extra: dict[str, str] = {}
+        if self.spec.by_reference is not None:
+            folder = self.source_root / _text(values, "folder", required=True)
+            try:
+                parts = instance_parts(
+                    self.spec.by_reference, folder=folder, question=question, values=values
+                )
+            except InstanceError as exc:
+                if exc.absent:
+                    raise DataAbsent(exc.field, self._absent(folder.name, exc.absent)) from None
+                raise RowProblem(exc.field, exc.message) from None
+            question, instance_files, links, meta_extra = (
+                parts.question,
+                parts.instance_files,
+                parts.links,
+                parts.meta,
+            )
         reference = self._reference(values, pid)
         twin = None
         if self.spec.twins is not None and values.get(self.spec.twins.by) not in (None, ""):
             twin = "twin:" + hashlib.sha256(str(values[self.spec.twins.by]).encode()).hexdigest()[:16]
         meta = {key: str(values[key]) for key in fm.meta if values.get(key) not in (None, "")}
         meta.update(self._label_meta(values))
+        meta.update(meta_extra)
         if fm.reference_lp is not None and values.get(fm.reference_lp):
             meta["reference_lp"] = str(values[fm.reference_lp])
         return Problem(
@@ -106,6 +138,7 @@ class ProblemBuilder:
             question=question,
             reference=reference,
             instance_files=instance_files,
+            instance_links=links,
             data_path=data_path,
             reference_code=(_text(values, fm.reference_code, required=False) or None)
             if fm.reference_code
@@ -113,6 +146,24 @@ class ProblemBuilder:
             twin_group=twin,
             meta=meta,
         )
+
+    def _absent(self, folder: str, names: tuple[str, ...]) -> str:
+        """Why an instance is left out: its missing data files, each said to be fetched by
+        ``data pull`` (the pin lists it, unhashed) or missing at the pinned commit as well."""
+        unhashed: frozenset[str] = frozenset()
+        if self.spec.source.root == "source":
+            from trex_eval.benchmarks.data import load_sources
+
+            pin = load_sources().get(self.spec.source.repository or "")
+            unhashed = frozenset(pin.unhashed) if pin is not None else frozenset()
+        base = posixpath.join(self.spec.source.path, folder)
+        fetched = [name for name in names if posixpath.join(base, name) in unhashed]
+        gaps = [name for name in names if name not in fetched]
+        said = [f"data file absent in this copy: {', '.join(fetched)} (`trex-eval data pull` fetches it)"]
+        said = said[: bool(fetched)]
+        if gaps:
+            said.append(f"data file absent at the pinned commit too (an upstream gap): {', '.join(gaps)}")
+        return "; ".join(said)
 
     def _reference(self, values: Mapping[str, Any], pid: str) -> ObjectiveReference | StructureReference:
         fm = self.spec.fields

@@ -150,6 +150,40 @@ class PromptSpec(_Spec):
     default_set: str = "neutral"
 
 
+class ByReferenceSpec(_Spec):
+    """Instances whose problem and data are separated (MIPLIB-NL): one folder each (``source.layout:
+    folders``) holding a JSON instance file and the data files it names.
+
+    The question is the ``fields.question`` text with each ``{name}`` placeholder filled from the
+    instance's ``parameters`` object, followed by each data file's path and ``description`` (its
+    schema) from the instance's ``files`` object (``{key: {path, description}}``); never the
+    data. The program finds the instance file, without the ``withhold`` keys (the label), under
+    every name of ``names``, and each data file at its ``path`` by reference
+    (:class:`~trex_eval.records.InstanceLink`), read-only. ``instance`` is the field of
+    ``source.folder_files`` that holds the instance file. A folder that lacks a data file its
+    instance names is left out with that reason (``Benchmark.skipped``); ``source.rows`` counts
+    it, as a pull of the full data brings it back. ``max_bytes`` bounds one instance's data
+    files (a larger instance is a row error).
+    """
+
+    instance: str
+    names: tuple[str, ...] = ("instance.json",)
+    withhold: tuple[str, ...] = ()
+    parameters: str = "parameters"
+    files: str = "files"
+    max_bytes: int = 1 << 30
+    folders: tuple[str, ...] = ()
+    """Empty folders the working directory starts with (each holds an empty ``.keep``):
+    MIPLIB-NL's reference programs write ``./logs/log.txt``, as their upstream runner made ``logs/``."""
+
+    @field_validator("names")
+    @classmethod
+    def _plain_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        if not names or any(not n or "/" in n or "\\" in n or n in (".", "..") for n in names):
+            raise ValueError("must be one or more plain file names such as problem.json (no folders)")
+        return names
+
+
 class BenchmarkSpec(_Spec):
     """A benchmark file (see docs/byo-benchmark.md). ``instance_file`` is the name the program
     finds its instance data under, in its working directory.
@@ -157,7 +191,8 @@ class BenchmarkSpec(_Spec):
     ``family`` groups the label versions of one benchmark (``mamo-complexlp`` for
     ``mamo-complexlp`` and ``mamo-complexlp@sirl-fixed``); ``labels.version`` names the version;
     ``suites`` the built-in suites it belongs to (``t-rex``, ``sirl``, ``orlm``); ``licence`` the
-    upstream licence as stated (or ``none stated``)."""
+    upstream licence as stated (or ``none stated``). ``by_reference``: the instances keep their
+    data in files the program reads in place (:class:`ByReferenceSpec`)."""
 
     name: str
     title: str
@@ -169,6 +204,7 @@ class BenchmarkSpec(_Spec):
     instance_file: str = "data.json"
     twins: TwinSpec | None = None
     reference_status: StatusSource | None = None
+    by_reference: ByReferenceSpec | None = None
     grader: GraderSpec
     prompt: PromptSpec
     family: str | None = None

@@ -4,7 +4,7 @@ that takes it, and the parsers that turn flag values into library values.
 | concept | spelling | commands |
 |---|---|---|
 | which benchmarks | ``-b/--benchmarks`` (comma-separated or repeated; suites expand) | run, grade, audit |
-| grading | ``--protocol``, ``--rule`` (repeatable) | run, grade, audit |
+| grading | ``--protocol``, ``--rule`` (repeatable) | run, grade, audit (compare: ``--protocol`` repeated) |
 | sandbox | ``--gurobi``, ``--workers``, ``--timeout``, ``--memory-mib`` | run, grade, audit |
 | a run directory to write | ``-o/--out DIR`` | run, grade, audit |
 | a table or page to write | ``-o/--out FILE`` (format by suffix, repeatable) | leaderboard, compare, report |
@@ -53,7 +53,7 @@ def _protocol_help() -> str:
 
 
 OBJECTIVE_RULES = (
-    "strict", "rel", "abs", "round", "orlm", "sirl", "optmath", "mamo", "orthought",
+    "strict", "rel", "abs", "round", "orlm", "sirl", "optmath", "mamo", "orthought", "budgeted",
     "trex-compat", "orlm-compat",
 )  # fmt: skip
 STRUCTURE_RULES = ("orgeval-fixed", "orgeval-exact", "orgeval-trex-compat")

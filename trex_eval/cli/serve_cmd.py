@@ -60,6 +60,17 @@ _MaxPendingOption = Annotated[
     int,
     typer.Option("--max-pending", help="Rollouts admitted and not yet graded, at most; more get 429."),
 ]
+DEFAULT_MAX_BATCH = 2048
+_MaxBatchOption = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--max-batch",
+        help="Rollouts one request may carry, at most (/v1/score requests, /get_reward queries); "
+        "a larger one gets 413 naming this flag before any rollout is read. At most --max-pending "
+        f"(default: {DEFAULT_MAX_BATCH}, or --max-pending where lower).",
+        show_default=False,
+    ),
+]
 _DeadlineOption = Annotated[
     float,
     typer.Option(
@@ -198,6 +209,7 @@ def serve(
     rule: _RuleOption = None,
     workers: WorkersOption = DEFAULT_WORKERS,
     max_pending: _MaxPendingOption = 4096,
+    max_batch: _MaxBatchOption = None,
     deadline_s: _DeadlineOption = 600.0,
     max_connections: _MaxConnectionsOption = 512,
     idle_timeout_s: _IdleTimeoutOption = 60.0,
@@ -247,6 +259,7 @@ def serve(
     )
     limits = _service_limits(
         max_pending=max_pending,
+        max_batch=max_batch,
         deadline_s=deadline_s,
         max_connections=max_connections,
         idle_timeout_s=idle_timeout_s,
@@ -287,19 +300,30 @@ def _until_stopped(serving: Coroutine[None, None, Stopped]) -> None:
 def _service_limits(
     *,
     max_pending: int,
+    max_batch: int | None,
     deadline_s: float,
     max_connections: int,
     idle_timeout_s: float,
     request_timeout_s: float,
     body_budget_mib: int,
 ) -> ServiceLimits:
-    """The service's limits from serve's flags (``body_budget_mib`` in MiB).
+    """The service's limits from serve's flags (``body_budget_mib`` in MiB; ``max_batch`` None:
+    :data:`DEFAULT_MAX_BATCH`, or ``max_pending`` where lower).
 
     Raises:
-        ConfigError: a connection limit below 1 or a timeout not positive.
+        ConfigError: a connection limit below 1, a timeout not positive, or a batch limit below 1
+            or over ``max_pending`` (such a batch could never be admitted: 429 on every retry).
     """
     from trex_eval.reward.service import ServiceLimits
 
+    if max_batch is None:
+        max_batch = min(DEFAULT_MAX_BATCH, max_pending)
+    if not 1 <= max_batch <= max_pending:
+        raise ConfigError(
+            f"--max-batch {max_batch} must be at least 1 and at most --max-pending ({max_pending}): "
+            "a request larger than the pending limit could never be admitted",
+            hint=f"lower --max-batch to {max_pending} or raise --max-pending",
+        )
     if min(max_connections, body_budget_mib) < 1 or min(idle_timeout_s, request_timeout_s) <= 0:
         raise ConfigError(
             "--max-connections and --body-budget-mib must be at least 1, and --idle-timeout and "
@@ -307,6 +331,7 @@ def _service_limits(
         )
     return ServiceLimits(
         max_pending=max_pending,
+        max_batch=max_batch,
         deadline_s=deadline_s,
         max_connections=max_connections,
         idle_timeout_s=idle_timeout_s,

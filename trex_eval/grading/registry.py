@@ -20,6 +20,7 @@ sirl                   objective  --       SIRL: ``|Δ| / (|ref| + 1) ≤ 1e-6``
 optmath                objective  --       OptMATH: rounded to integers, ``|Δ| ≤ 0.05·|ref|`` [fallback off]
 mamo                   objective  --       Mamo: ``|Δ|·10^max(2, label decimals) < 1`` or ``|Δ| ≤ 1e-4·|ref|``
 orthought              objective  --       ORThought: ``|Δ| < 0.01``
+budgeted               objective  cpu      strict under CPU budgets; unproven points fail [600, verify 120]
 trex-compat            objective  atol     the reference harness's rule and model discovery [1e-6]
 orlm-compat            objective  --       ORLM's harness: coptpy ``model`` optimal, round + 5 %
 orgeval-fixed          structure  --       structural equivalence, the reference's defects fixed
@@ -117,6 +118,12 @@ FAMILIES: tuple[RuleFamily, ...] = (
         "orthought", _TOLERANCE,
         "ORThought convention: |Δ| < 0.01 (ZJU-TSELab/ORThought@ce5dc6b analyze.py)",
         version=_TOLERANCE_VERSION, kind=_OBJECTIVE,
+    ),
+    RuleFamily(
+        "budgeted", "trex_eval.grading.objective.budgeted:build",
+        "solves that may not finish: budgeted:CPU,verify=CPU -- program and re-solve CPU seconds stated; "
+        "a proven optimum within strict's tolerance is correct, a feasible point not proven optimal never is",
+        version="1", kind=_OBJECTIVE,
     ),
     RuleFamily(
         "trex-compat", "trex_eval.protocols.trex_compat.objective:build",

@@ -228,6 +228,7 @@ class PromptRenderer:
             "question": problem.question,
             "library": self._set.library,
             "instance_file": next(iter(problem.instance_files), None),
+            "data_files": len(problem.instance_links),
             "task": self.benchmark.spec.prompt.task,
         }
         system = self._system.render(context).strip()

@@ -146,7 +146,13 @@ class SampleJudge:
             fair.note("being graded (its captured model re-solved where the verdict needs it)")
             grade_of = functools.partial(plan.grade, problem, reference_model=self.references)
             execution, grade = await self._offload(
-                functools.partial(judged, grade_of, execution, verify_wrong=self.verify_wrong)
+                functools.partial(
+                    judged,
+                    grade_of,
+                    execution,
+                    verify_wrong=self.verify_wrong,
+                    budget_s=plan.verification_budget_s,
+                )
             )
             # A rule's conversion fallback (optmath:fallback=true) runs its rewrites of a miss.
             grade = await plan.fallback(problem, program, grade, run=run, reference_model=self.references)

@@ -137,7 +137,18 @@ class EvaluationPlan:
         answer stays wrong. Returns the execution as verified (stored with
         the grade) and the grade. Blocking (seconds for a hard MILP): call it off the event loop.
         """
-        return judged(lambda found: self.grade(problem, found, reference_model=reference_model), execution)
+        return judged(
+            lambda found: self.grade(problem, found, reference_model=reference_model),
+            execution,
+            budget_s=self.verification_budget_s,
+        )
+
+    @property
+    def verification_budget_s(self) -> float | None:
+        """CPU seconds of a re-solve where the rule states them (``budgeted``'s ``verify``), else
+        ``None``: :func:`trex_eval.verify.verification_budget`, grown from the program's CPU time."""
+        budget = getattr(self.rule, "verification_budget_s", None)
+        return float(budget) if isinstance(budget, (int, float)) else None
 
     def diagnosed(
         self,
@@ -281,16 +292,22 @@ class EvaluationPlan:
 
 
 def judged(
-    grade: Callable[[Execution], Grade], execution: Execution, *, verify_wrong: bool = False
+    grade: Callable[[Execution], Grade],
+    execution: Execution,
+    *,
+    verify_wrong: bool = False,
+    budget_s: float | None = None,
 ) -> tuple[Execution, Grade]:
     """``grade(execution)``, verified first where it matters (see :meth:`EvaluationPlan.judge`):
     the last solve is re-solved by the harness and graded again when the first grade is
     ``unverified``, and also when it is ``wrong`` with ``verify_wrong`` (a reward policy that pays
-    for a verified feasible model). Returns the execution as verified and its grade."""
+    for a verified feasible model). ``budget_s``: the re-solve's CPU seconds where the rule fixes
+    them (:attr:`EvaluationPlan.verification_budget_s`), else verify's default. Returns the
+    execution as verified and its grade."""
     first = _noting_store(execution, grade(execution))
     if first.verdict is not Verdict.UNVERIFIED and not (verify_wrong and first.verdict is Verdict.WRONG):
         return execution, first
-    checked = verify_last_solve(execution)
+    checked = verify_last_solve(execution, budget_s=budget_s)
     if checked is execution:
         return execution, first
     return checked, _noting_store(checked, grade(checked))

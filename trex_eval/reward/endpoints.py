@@ -120,12 +120,7 @@ def score_requests(payload: Mapping[str, Any], *, max_batch: int) -> list[Reward
     items = payload.get("requests")
     if not isinstance(items, list):
         raise HttpError(400, 'the body needs "requests": a list of {"problem", "completion"}')
-    if len(items) > max_batch:
-        raise HttpError(
-            413,
-            f"{len(items)} rollouts in one request, over the server's --max-batch of {max_batch}: "
-            "send them in smaller requests",
-        )
+    _within_batch(len(items), max_batch=max_batch, field="requests")
     keys = _Keys()
     requests = []
     for index, item in enumerate(items):
@@ -141,18 +136,35 @@ def score_requests(payload: Mapping[str, Any], *, max_batch: int) -> list[Reward
     return requests
 
 
-def openrlhf_requests(payload: Mapping[str, Any]) -> list[RewardRequest]:
+def _within_batch(count: int, *, max_batch: int, field: str) -> None:
+    """Refuse a request of more than ``max_batch`` rollouts (``count``, the length of ``field``).
+
+    Raises:
+        HttpError: 413 naming ``--max-batch``: a retry of the same body never fits, so this is
+            never the 429 of a full house.
+    """
+    if count > max_batch:
+        raise HttpError(
+            413,
+            f'{count} rollouts in one request ("{field}"), over the server\'s limit of {max_batch} '
+            "(--max-batch): send them in smaller requests",
+        )
+
+
+def openrlhf_requests(payload: Mapping[str, Any], *, max_batch: int) -> list[RewardRequest]:
     """The rollouts of a ``/get_reward`` body: ``{"query": [...], "prompts"?: [...], "labels":
     [...]}``, each label naming the problem, each completion the query less its prompt at the front.
 
     Raises:
-        HttpError: 400 naming what is wrong.
+        HttpError: 400 naming what is wrong; 413 for more than ``max_batch`` queries (checked
+            before any label is read).
     """
     queries, prompts, labels = payload.get("query"), payload.get("prompts"), payload.get("labels")
     if not isinstance(queries, list) or not isinstance(labels, list) or len(labels) != len(queries):
         raise HttpError(
             400, 'the body needs "query" and "labels", lists of one length (each label names the problem)'
         )
+    _within_batch(len(queries), max_batch=max_batch, field="query")
     if prompts is not None and (not isinstance(prompts, list) or len(prompts) != len(queries)):
         raise HttpError(400, '"prompts", when given, must be a list as long as "query"')
     keys = _Keys()

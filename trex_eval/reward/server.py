@@ -8,6 +8,8 @@
                             "extra_logs": {"correct": [...], "graded": [...]}}`` (a rollout not
                             graded: reward 0.0, graded 0.0); each label names the problem, the
                             completion is the query with its prompt taken off the front
+``POST /v1/step``           a repair episode's turn (:mod:`.sessions`): the policy's program run,
+                            the ``--repair`` feedback answered, the last turn paid by the policy
 ``GET /health``             ``{"status": "ok" | "draining", "version", "pending", ...}``: what an
                             operator checks (:func:`health_view`), no path, command line or host
 ``GET /metrics``            Prometheus text
@@ -21,8 +23,9 @@ benchmark the server does not serve is a 400 naming the key, the benchmarks serv
 Answers: 200; 400 for a body that names no valid rollout, is not JSON, nests deeper than
 :data:`~.intake.MAX_JSON_DEPTH` or holds a number that is not finite (the message says which field);
 404, 405; 408 for a request that did not arrive within ``request_timeout_s``; 413 for a body over
-``max_body_bytes`` or the whole body budget; 431 for a head over :data:`MAX_HEAD_BYTES`; 429 (with
-``Retry-After``) when the batch does not fit the pending limit; 503 (with ``Retry-After``) while
+``max_body_bytes`` or the whole body budget, and for more rollouts than ``max_batch``
+(``--max-batch``); 431 for a head over :data:`MAX_HEAD_BYTES`; 429 (with ``Retry-After``) when
+the batch does not fit the pending limit; 503 (with ``Retry-After``) while
 draining, for a body that would pass the server-wide body budget, and for a connection over
 ``max_connections`` while every open one has a request in progress (:class:`~.intake.Connections`).
 A connection waiting longer than ``idle_timeout_s`` for its next request is closed. SIGTERM or
@@ -66,6 +69,7 @@ from trex_eval.reward.intake import (
 )
 from trex_eval.reward.records import RewardRecord, RewardRequest
 from trex_eval.reward.service import Busy, Draining, RewardService, health_view
+from trex_eval.reward.sessions import RepairSessions
 from trex_eval.reward.shutdown import CLOSE_GRACE_S, Shutdown, Stopped
 
 CLIENT_CHECK_S = 0.5  # seconds between a graded request's looks at whether its client is still there
@@ -107,6 +111,8 @@ class RewardServer:
         self._connections = Connections(service.limits.max_connections)
         self._bodies = BodyBudget(service.limits.body_budget_bytes)
         self._lingering = 0
+        self.sessions = RepairSessions(service)
+        """The live repair episodes of ``POST /v1/step`` (:mod:`.sessions`)."""
 
     async def start(self) -> None:
         """Listen. Raises ConfigError: ``max_connections`` does not fit the descriptor limit."""
@@ -390,6 +396,7 @@ class RewardServer:
                 ("GET", "/metrics"): self._metrics,
                 ("POST", "/v1/score"): self._score,
                 ("POST", "/get_reward"): self._openrlhf,
+                ("POST", "/v1/step"): self._step,
             }
             handler = routes.get((method, path))
             if handler is None:
@@ -433,8 +440,12 @@ class RewardServer:
 
     async def _openrlhf(self, body: bytearray) -> Reply:
         payload = _payload(body)
-        records, _ = await self._run(openrlhf_requests(payload), payload.get("deadline_s"))
+        requests = openrlhf_requests(payload, max_batch=self.service.limits.max_batch)
+        records, _ = await self._run(requests, payload.get("deadline_s"))
         return json_reply(200, openrlhf_answer(records))
+
+    async def _step(self, body: bytearray) -> Reply:
+        return json_reply(200, await self.sessions.step(_payload(body)))
 
     async def _run(self, requests: list[RewardRequest], deadline: Any) -> tuple[list[RewardRecord], float]:
         limit = self.service.limits.deadline_s

@@ -143,6 +143,8 @@ class RewardService:
         self._latency_sum = 0.0
         self._next_id = 0
         self._log_lock = threading.Lock()
+        self._past_per_problem = 0
+        self._told_per_problem = False
 
     def report(self, line: str) -> None:
         """Say a harness failure where the operator sees it (``on_error``, default stderr)."""
@@ -167,6 +169,7 @@ class RewardService:
             raise Busy
         deadline = min(deadline_s or self.limits.deadline_s, self.limits.deadline_s)
         targets = [self.scorer.target(request.problem) for request in requests]
+        self._check_groups(targets)
         started = time.perf_counter()
         self._admit(len(requests))
         self._open += 1  # idle only once this request's records are handed to the log too
@@ -203,6 +206,34 @@ class RewardService:
         finally:
             self._open -= 1
             self._settle()
+
+    def _check_groups(self, targets: Sequence[Target]) -> None:
+        """Count a request's rollouts past the reward log's ``per_problem`` (``--per-problem``)
+        for their problem, and say so on the first such request.
+
+        Past it a rollout is scored and paid like any (a reward never depends on the log) and
+        stored in a later epoch (:mod:`.runlog`), so a group larger than ``per_problem`` spans
+        epochs, each a part of it. Only one request's rollouts are counted: a trainer that sends
+        a group over several requests is not told apart from one that sends the next group."""
+        if self.runlog is None or not targets:
+            return
+        limit = self.runlog.per_problem
+        groups = Counter((target.benchmark, target.problem.id) for target in targets)
+        past = sum(max(0, count - limit) for count in groups.values())
+        if not past:
+            return
+        self._past_per_problem += past
+        if self._told_per_problem:
+            return
+        self._told_per_problem = True
+        (benchmark, problem_id), largest = groups.most_common(1)[0]
+        self.report(
+            f"reward log: a request carried {largest} rollouts of {benchmark} {problem_id}, more than "
+            f"--per-problem {limit}: all are scored and paid, and those past {limit} are stored in later "
+            f"epochs, so one group spans {-(-largest // limit)} epochs; serve with --per-problem {largest} "
+            "(the trainer's group size) to keep each group in one epoch (said once; /metrics counts "
+            "such rollouts: trex_reward_rollouts_past_per_problem_total)"
+        )
 
     def _missed(
         self, target: Target, missed: Missed, elapsed_s: float
@@ -322,6 +353,10 @@ class RewardService:
             "# HELP trex_reward_reward_sum Sum of the rewards paid (rollouts with no reward add nothing).",
             "# TYPE trex_reward_reward_sum counter",
             f"trex_reward_reward_sum {self._reward_sum}",
+            "# HELP trex_reward_rollouts_past_per_problem_total Rollouts of a request past --per-problem "
+            "for their problem (scored and paid; stored in a later epoch of --out).",
+            "# TYPE trex_reward_rollouts_past_per_problem_total counter",
+            f"trex_reward_rollouts_past_per_problem_total {self._past_per_problem}",
             "# HELP trex_reward_pending Rollouts admitted and not yet graded.",
             "# TYPE trex_reward_pending gauge",
             f"trex_reward_pending {self.pending}",

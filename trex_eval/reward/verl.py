@@ -4,7 +4,7 @@ blocking one on a thread of their executor) takes ``compute_score_async``::
 
     reward:
       custom_reward_function:
-        path: <site-packages>/trex_eval/reward/verl.py
+        path: pkg://trex_eval.reward.verl   # or this file's path
         name: compute_score_async
         reward_kwargs: {policy: binary, workers: 4}
 
@@ -35,8 +35,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from trex_eval.errors import ConfigError
 from trex_eval.reward.problems import REWARD_KEY, problem_from
@@ -127,9 +126,12 @@ async def compute_score_batch_async(
     return call.answers(await scorer.ascore(call.requests, deadline_s=call.deadline_s))
 
 
-@dataclass(frozen=True)
-class _Call:
-    """One call's rollouts as requests, with the settings and this module's keys it was given."""
+class _Call(NamedTuple):
+    """One call's rollouts as requests, with the settings and this module's keys it was given.
+
+    A named tuple, not a dataclass: verl 0.9 executes this file from its path without entering it
+    in ``sys.modules`` (``verl.utils.import_utils.load_module``), where ``dataclass`` fails on
+    string annotations (it looks the class's module up there)."""
 
     requests: list[RewardRequest]
     settings: ScorerSettings

@@ -91,6 +91,7 @@ def audit(
     publish: bool = False,
     limit: int | None = None,
     ray: RayOptions | None = None,
+    problem_ids: dict[str, tuple[str, ...]] | None = None,
 ) -> AuditResult:
     """Run the audit into a fresh run directory (``out``, default
     ``results_dir/audit-<tag>-<stamp>``) and write ``audit.csv`` and ``audit.md`` there.
@@ -98,7 +99,8 @@ def audit(
     ``csv_path`` also writes the CSV to that path; ``publish`` also writes it to
     ``results_dir/published/audit-<tag>.csv`` (the committed audits). ``tag`` is the rules, else
     the protocol, plus ``-gurobi-<policy>`` when it is not ``auto``. ``limit`` audits only the
-    first N problems of each benchmark; ``ray`` grades on a Ray actor pool (the same verdicts).
+    first N problems of each benchmark, ``problem_ids`` the named ones (benchmark -> ids); ``ray``
+    grades on a Ray actor pool (the same verdicts).
 
     Raises:
         StoreError: ``out`` already holds a run (an audit never resumes: it would report old grades).
@@ -114,12 +116,9 @@ def audit(
             f"{run_dir} already holds a run", hint="an audit starts afresh: choose another --out"
         )
     reference = BackendSpec(
-        name="reference",
-        backend="reference",
-        model="reference",
-        sampling=SamplingParams(),
+        name="reference", backend="reference", model="reference", sampling=SamplingParams(),
         description="each benchmark's own reference solution",
-    )
+    )  # fmt: skip
     model, _ = model_for_protocol(reference, protocol)
     spec = RunSpec(
         model=model,
@@ -129,6 +128,7 @@ def audit(
         gurobi=gurobi,
         limits=limits,
         limit=limit,
+        problem_ids=problem_ids or {},
     )
     options = RunOptions(
         data_dir=data_dir,

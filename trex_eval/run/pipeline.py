@@ -197,7 +197,9 @@ def early_pool(spec: RunSpec, options: RunOptions, run_dir: Path) -> EarlyPool |
         roots = [source_root(name, data_dir=options.data_dir) for name in dict.fromkeys(spec.benchmarks)]
     except (TrexError, OSError):
         return None
-    return EarlyPool(options, hidden_folders(run_dir, roots, options))
+    # Known before loading only where the problems are limited (at most `limit` per benchmark).
+    samples = None if spec.limit is None else spec.limit * spec.samples * len(roots)
+    return EarlyPool(options, hidden_folders(run_dir, roots, options), samples=samples)
 
 
 def _remove_if_empty(run_dir: Path) -> None:

@@ -43,7 +43,8 @@ def reusable_executions(
         ]
         if differs:
             notes.append(
-                f"{item.bench.name}: programs run again ({', '.join(differs)} differ from {source}); "
+                f"{item.bench.name}: programs run again ({', '.join(differs)} "
+                f"{'differs' if len(differs) == 1 else 'differ'} from {source}); "
                 "only a change of grading rule reuses the stored executions"
             )
         else:

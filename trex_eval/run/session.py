@@ -23,7 +23,6 @@ from trex_eval.records import (
     ExecStatus,
     Execution,
     Grade,
-    GraderKind,
     Problem,
     Program,
     Prompt,
@@ -41,7 +40,6 @@ from trex_eval.run.reuse import reusable_executions, stored_execution
 from trex_eval.run.spec import RunOptions, RunSpec
 from trex_eval.sandbox import SandboxLimits, SandboxPool
 from trex_eval.store import CompletionLine, RunStore, SampleKey
-from trex_eval.verify import warm_up as warm_up_verification
 
 REPLAY_MISSING = "no recorded completion for "
 """How the ``replay`` backend's error for a sample its file does not hold begins: such a sample is
@@ -68,11 +66,13 @@ class EarlyPool:
     it hides (:func:`hidden_folders`, predicted from the benchmarks' YAML files): the session
     adopts the pool only where its own folders are the same, else discards it (:meth:`discard`)."""
 
-    def __init__(self, options: RunOptions, hidden: tuple[str, ...]) -> None:
+    def __init__(self, options: RunOptions, hidden: tuple[str, ...], *, samples: int | None = None) -> None:
+        """``samples``: at most how many samples the run grades (None: not known), which bounds
+        its lanes (:func:`pool_lanes`)."""
         self.hidden = hidden
         self.pool = SandboxPool(
             limits=SandboxLimits(),
-            workers=options.workers,
+            workers=pool_lanes(options, samples),
             isolation=options.isolation,  # type: ignore[arg-type]
             hidden=hidden,
         )
@@ -117,6 +117,17 @@ class EarlyPool:
             self.pool.close()
         else:
             self._closed.wait()
+
+
+def pool_lanes(options: RunOptions, samples: int | None) -> int:
+    """The sandbox lanes of a run that grades at most ``samples`` samples (None: not known):
+    ``RunOptions.workers``, but no more than ``samples`` (at least one). A sample's jobs (its
+    program, a conversion fallback, repair rounds) run one after another, so a lane beyond the
+    samples would never run a job and its worker's start (~0.1 CPU s) would be spent for nothing;
+    every job still runs alone in a fresh process under the same isolation and limits."""
+    if samples is None:
+        return options.workers
+    return max(1, min(options.workers, samples))
 
 
 def _adopted(early: EarlyPool | None, hidden: tuple[str, ...]) -> EarlyPool | None:
@@ -184,7 +195,7 @@ class Session:
             if self.early is not None
             else SandboxPool(
                 limits=SandboxLimits(),
-                workers=options.workers,
+                workers=pool_lanes(options, len(self.todo)),
                 isolation=options.isolation,  # type: ignore[arg-type]
                 hidden=hidden,
             )
@@ -243,11 +254,9 @@ class Session:
                 for line in self.ray.notes():
                     self.progress.note(line)
             elif not self.pool_lazy:
-                # The objective grader's first verification loads the harness's own solver:
-                # loaded while the workers start, it no longer holds up the first grade.
-                objective = any(item.plan.kind is GraderKind.OBJECTIVE for item in self.prepared)
-                warming = asyncio.to_thread(warm_up_verification) if objective else asyncio.sleep(0)
-                await asyncio.gather(self._start_pool(), warming)
+                # No verifier process is warmed here: the first claim that a certificate does not
+                # settle starts one (a start is ~0.25 CPU s, and an LP run may never re-solve).
+                await self._start_pool()
             self._announce()
             if self.backend is not None:
                 await self.backend.start()

@@ -24,7 +24,7 @@ from ..errors import SandboxError
 from ..fairness import FairGate, Grant
 from ..records import ExecStatus, Execution
 from ..waits import waiting
-from . import launch
+from . import instances, launch
 from .cgroups import PoolGroups, remove_stale_groups
 from .isolation import IsolationReport, probe_isolation
 from .job import Job
@@ -155,7 +155,7 @@ class SandboxPool:
             prefer=self._requested_isolation,
             disk_mib=self.limits.disk_mib,
             hidden=self.hidden,
-            needed=(str(self.highs_package),) if self.highs_package is not None else (),
+            needed=(str(instances.ensure_store()), *[str(p) for p in (self.highs_package,) if p]),
         )
         self._report = report
         if report.level == "rlimits" and (store := config.withdraw_resolve_store(_AS_THIS_USER)):
@@ -385,7 +385,7 @@ class SandboxPool:
         request = {
             "id": nonce[:8],
             "code": job.code,
-            "files": job.files,
+            **instances.workdir_entries(job),
             "gurobi": gurobi,
             "collect": list(job.collect),
             "nonce": nonce,

@@ -280,6 +280,8 @@ class VerifierLanes:
         self._gurobi: bool | None = None
         self.replaced = 0
         """Processes ended for running over a budget (or failing) and replaced since start."""
+        self.started = 0
+        """Processes started since creation (a run whose claims certificates settle starts none)."""
 
     def resolve(
         self, view: ModelView, *, prefer_gurobi: bool, budget_s: float, spent_s: float = 0.0
@@ -358,6 +360,8 @@ class VerifierLanes:
             if self._idle:
                 return self._idle.pop()
         process = _Process.start()
+        with self._lock:
+            self.started += 1
         self._gurobi = process.gurobi
         return process
 

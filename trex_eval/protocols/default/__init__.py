@@ -45,7 +45,7 @@ class DefaultProtocol(Protocol):
         expect: Literal["solve", "any"] = (
             "solve" if benchmark.spec.grader.kind is GraderKind.OBJECTIVE else "any"
         )
-        return Job(code=code, files=dict(problem.instance_files), expect=expect)
+        return Job(code=code, files=dict(problem.instance_files), links=problem.instance_links, expect=expect)
 
     def structure_source(self, problem: Problem, execution: Execution) -> ModelSource | str:
         model_files = [f for f in execution.written_files if f.name.lower().endswith((".lp", ".mps"))]

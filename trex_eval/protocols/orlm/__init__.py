@@ -79,7 +79,12 @@ class OrlmProtocol(Protocol):
     def job(self, benchmark: Benchmark, problem: Problem, code: str) -> Job:
         if benchmark.spec.grader.kind is not GraderKind.OBJECTIVE:
             return DEFAULT.job(benchmark, problem, code)
-        return Job(code=code + ADD_SCRIPT, files=dict(problem.instance_files), expect="any")
+        return Job(
+            code=code + ADD_SCRIPT,
+            files=dict(problem.instance_files),
+            links=problem.instance_links,
+            expect="any",
+        )
 
     def structure_source(self, problem: Problem, execution: Execution) -> ModelSource | str:
         return DEFAULT.structure_source(problem, execution)

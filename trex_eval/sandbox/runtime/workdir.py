@@ -22,8 +22,9 @@ _CLEAN_MAX_S = 60.0
 
 
 def prepare(request: dict[str, Any], workdir: str, tmpdir: str, uid: int | None) -> str:
-    """Create the job's working and temporary directories, write its files and its program
-    (owned by ``uid`` when set); the program's text, with the working directory filled in."""
+    """Create the job's working and temporary directories, write its files, its links to data
+    given by reference and its program (owned by ``uid`` when set; the links themselves are the
+    worker's, their targets read-only); the program's text, with the working directory filled in."""
     created = [workdir, tmpdir]
     for path in created:
         os.mkdir(path, 0o700)
@@ -36,6 +37,15 @@ def prepare(request: dict[str, Any], workdir: str, tmpdir: str, uid: int | None)
         with open(target, "w", encoding="utf-8") as handle:
             handle.write(text)
         created.append(target)
+    # Data given by reference: a symbolic link to the read-only instance store (written by the
+    # harness, bound into this view), so a large file is neither copied nor writable per job.
+    for relative, target in request.get("links", {}).items():
+        link = _inside(workdir, relative)
+        parent = os.path.dirname(link)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, 0o700)
+            created.extend(_parents_between(workdir, parent))
+        os.symlink(target, link)
     source = str(request["code"]).replace(WORKDIR_TOKEN, workdir)
     program = os.path.join(workdir, PROGRAM_FILE)
     with open(program, "w", encoding="utf-8", errors="surrogatepass") as handle:

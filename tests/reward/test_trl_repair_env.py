@@ -1,0 +1,146 @@
+"""A real TRL ``GRPOTrainer`` run on CPU (two steps, SmolLM2-135M) whose rollouts are repair
+episodes of the real ``trex-eval serve``: ``environment_factory=RepairEnvironment.factory(url)``,
+each program the policy writes sent as a turn of a ``POST /v1/step`` session and run in the
+sandbox (``scripts/trl_repair_env_smoke.py``; the same split of environments as
+test_trl_grpo.py).
+
+The untrained policy writes prose, not programs: the script's chat template opens every turn as a
+``run_program`` call (a required tool choice), so every rollout reaches the environment, and the
+rewards are the policy's for what it wrote (0). What is checked is the plumbing, end to end: TRL
+resets one environment per rollout with its row, the tool call opens a server session whose turn
+is graded, ``get_reward`` hands TRL the server's reward, and the trainer logs it for both steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from ci_required import required
+
+from trex_eval import config
+from trex_eval.backends.model_files import hf_export_dir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _require(condition: bool, why: str) -> None:
+    required(condition, why, in_ci="CI must run it: .ci/run builds the vLLM virtualenv and adds trl")
+
+
+def _served_ok(address: str) -> int:
+    """The server's count of requests answered 200 (``/metrics``), this one excluded."""
+    with urllib.request.urlopen(f"{address}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    found = re.search(r'^trex_reward_requests_total\{outcome="ok"\} (\d+)$', text, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_grpo_trainer_rolls_out_repair_episodes_of_trex_eval_serve(tmp_path: Path, data_dir: Path) -> None:
+    executable = config.getenv("TREX_VLLM_EXECUTABLE")
+    _require(executable is not None and Path(executable).is_file(), "TREX_VLLM_EXECUTABLE is not set")
+    assert executable is not None
+    python = Path(executable).parent / "python"
+    has_trl = subprocess.run([str(python), "-c", "import trl, datasets"], capture_output=True, check=False)
+    _require(has_trl.returncode == 0, f"trl and datasets are not installed in {python.parent.parent}")
+    model_dir = hf_export_dir("smollm2-135m-instruct-q4")
+    _require((model_dir / "config.json").is_file(), f"no converted SmolLM2 at {model_dir}")
+
+    dataset = tmp_path / "nl4opt.jsonl"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trex_eval",
+            "export-rl",
+            "-b",
+            "nl4opt",
+            "--out",
+            str(dataset),
+            "--data-dir",
+            str(data_dir),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trex_eval",
+            "serve",
+            "-b",
+            "nl4opt",
+            "--port",
+            "0",
+            "--data-dir",
+            str(data_dir),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        found = re.search(r"http://127\.0\.0\.1:\d+", server.stdout.readline())
+        assert found is not None
+        address = found.group(0)
+        trained = subprocess.run(
+            [
+                str(python),
+                str(REPO / "scripts" / "trl_repair_env_smoke.py"),
+                "--url",
+                address,
+                "--dataset",
+                str(dataset),
+                "--model",
+                str(model_dir),
+                "--steps",
+                "2",
+                "--turns",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "PYTHONPATH": str(REPO), "TQDM_DISABLE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"},
+            check=False,
+        )
+        served = _served_ok(address)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=120) == 0
+
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    result = json.loads(trained.stdout.strip().splitlines()[-1])
+    assert result["steps"] == 2
+    rollouts = result["rollouts"]
+    # Two steps of one prompt and two generations each: four rollouts, each reset with its own row.
+    assert len(rollouts) == 4
+    rows = [json.loads(line) for line in dataset.read_text().splitlines()[:2]]
+    assert sorted(r["problem_id"] for r in rollouts) == sorted(2 * [row["problem_id"] for row in rows])
+    assert {r["benchmark"] for r in rollouts} == {"nl4opt"}
+    # Every rollout's tool call opened its own session on the server, which graded each turn.
+    steps = [step for rollout in rollouts for step in rollout["steps"]]
+    assert all(rollout["steps"] for rollout in rollouts)
+    assert len({rollout["steps"][0]["session"] for rollout in rollouts}) == 4
+    assert all(len(step["session"]) >= 32 for step in steps)
+    assert served == len(steps)
+    for rollout in rollouts:
+        turns = [step["turn"] for step in rollout["steps"]]
+        assert turns == list(range(1, len(turns) + 1)) and len(turns) <= 2
+        assert len({step["session"] for step in rollout["steps"]}) == 1
+        # get_reward hands TRL the server's reward of the rollout's last graded turn.
+        assert isinstance(rollout["reward"], float)
+        assert rollout["reward"] == rollout["steps"][-1]["record_reward"]
+    # The trainer logged the environment's reward for each step: the mean of its two rollouts.
+    means = [(a["reward"] + b["reward"]) / 2 for a, b in zip(rollouts[::2], rollouts[1::2], strict=True)]
+    assert result["logged"] == pytest.approx(means)
