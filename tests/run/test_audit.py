@@ -92,3 +92,10 @@ def test_audit_writes_a_run_directory_and_publishes_only_when_asked(tmp_path: Pa
     )  # fmt: skip
     assert published.published == (tmp_path / "results" / "published" / "audit-default.csv",)
     assert published.published[0].read_text() == published.csv_path.read_text()
+
+
+def test_an_audit_takes_a_benchmark_by_its_yaml_path(tmp_path: Path) -> None:
+    """`audit([path to a YAML])` raised KeyError: records carry the spec's name, not the path."""
+    spec = Path(__file__).resolve().parents[2] / "examples" / "or-word-problems" / "benchmark.yaml"
+    done = audit([str(spec)], data_dir=None, out=tmp_path / "run", show_progress=False)
+    assert {row["benchmark"] for row in done.rows} == {"or-word-problems"} and len(done.rows) == 10

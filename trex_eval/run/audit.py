@@ -139,12 +139,7 @@ def audit(
         ray=ray,
     )
     result = runner.run(spec, options)
-    order = {name: i for i, name in enumerate(names)}
-    samples = sorted(result.records, key=lambda r: (order[r.benchmark], natural_key(r.problem_id)))
-    issues = known_issues()
-    rows = tuple(
-        _row(record, issues.get(record.benchmark, {}).get(record.problem_id, "")) for record in samples
-    )
+    rows = _rows(result.records, names)
     text, markdown = _to_csv(rows), _markdown(rows, tag)
     (result.run_dir / AUDIT_CSV).write_text(text, encoding="utf-8")
     (result.run_dir / AUDIT_MD).write_text(markdown, encoding="utf-8")
@@ -155,6 +150,19 @@ def audit(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return AuditResult(result.run_dir / AUDIT_CSV, result.run_dir, rows, markdown, tuple(copies))
+
+
+def _rows(records: Sequence[SampleRecord], names: Sequence[str]) -> tuple[dict[str, str], ...]:
+    """The audit's rows: benchmarks in the order ``names`` gives them, items in natural order.
+    A benchmark named by a YAML path has records under its spec's name: after the names given."""
+    order = {name: i for i, name in enumerate(names)}
+    samples = sorted(
+        records, key=lambda r: (order.get(r.benchmark, len(order)), r.benchmark, natural_key(r.problem_id))
+    )
+    issues = known_issues()
+    return tuple(
+        _row(record, issues.get(record.benchmark, {}).get(record.problem_id, "")) for record in samples
+    )
 
 
 def _row(record: SampleRecord, known_issue: str) -> dict[str, str]:
