@@ -27,7 +27,6 @@ Needs ``TREX_DATA_DIR`` (or pulled data) for ``run`` and ``audit``. Exits 1 when
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import resource
 import subprocess
@@ -37,6 +36,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from cgroup_cpu import remove_group
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 COMMANDS: dict[str, Callable[[Path], list[str]]] = {
@@ -88,24 +89,12 @@ def measure(arguments: list[str], *, tree: str | None) -> Round:
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if group is not None:
         cpu = int((group / "cpuacct.usage").read_text()) / 1e9
-        _remove(group)
+        remove_group(group)
     if done.returncode != 0:
         raise RuntimeError(
             f"trex-eval {' '.join(arguments)} exited {done.returncode}:\n{done.stderr[-2000:]}"
         )
     return Round(cpu=cpu, wall=wall, whole_tree=group is not None)
-
-
-def _remove(group: Path) -> None:
-    # Workers the harness killed leave the group within milliseconds; poll briefly.
-    for _ in range(200):
-        try:
-            group.rmdir()
-            return
-        except OSError:
-            time.sleep(0.01)
-    with contextlib.suppress(OSError):
-        group.rmdir()
 
 
 def main() -> int:

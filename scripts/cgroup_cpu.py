@@ -55,10 +55,11 @@ def tree_cpu(name: str, *, pids: Iterable[int] = ()) -> Iterator[TreeCpu]:
             for pid in meter._moved:
                 with contextlib.suppress(OSError):  # it may have exited
                     (CPUACCT / "cgroup.procs").write_text(str(pid))
-            _remove(group)
+            remove_group(group)
 
 
-def _remove(group: Path) -> None:
+def remove_group(group: Path) -> None:
+    """Remove a cgroup once its processes have left it (polls up to ~2 s, then gives up quietly)."""
     # Children killed at the end leave the group within milliseconds; poll briefly.
     for _ in range(200):
         try:

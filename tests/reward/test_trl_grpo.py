@@ -8,83 +8,28 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from ci_required import required
-
-from trex_eval import config
-from trex_eval.backends.model_files import hf_export_dir
+from trl_setup import export_rows, serving, trainer_python_and_model
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _require(condition: bool, why: str) -> None:
-    required(condition, why, in_ci="CI must run it: .ci/run builds the vLLM virtualenv and adds trl")
 
 
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_grpo_trainer_takes_its_rewards_from_trex_eval_serve(tmp_path: Path, data_dir: Path) -> None:
-    executable = config.getenv("TREX_VLLM_EXECUTABLE")
-    _require(executable is not None and Path(executable).is_file(), "TREX_VLLM_EXECUTABLE is not set")
-    assert executable is not None
-    python = Path(executable).parent / "python"
-    has_trl = subprocess.run([str(python), "-c", "import trl, datasets"], capture_output=True, check=False)
-    _require(has_trl.returncode == 0, f"trl and datasets are not installed in {python.parent.parent}")
-    model_dir = hf_export_dir("smollm2-135m-instruct-q4")
-    _require((model_dir / "config.json").is_file(), f"no converted SmolLM2 at {model_dir}")
-
+    python, model_dir = trainer_python_and_model()
     dataset, log = tmp_path / "nl4opt.jsonl", tmp_path / "rewards.jsonl"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trex_eval",
-            "export-rl",
-            "-b",
-            "nl4opt",
-            "--out",
-            str(dataset),
-            "--data-dir",
-            str(data_dir),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "trex_eval",
-            "serve",
-            "-b",
-            "nl4opt",
-            "--port",
-            "0",
-            "--log",
-            str(log),
-            "--data-dir",
-            str(data_dir),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        address = re.search(r"http://127\.0\.0\.1:\d+", server.stdout.readline())
-        assert address is not None
+    export_rows(dataset, benchmark="nl4opt", data_dir=data_dir)
+    with serving("-b", "nl4opt", "--log", str(log), "--data-dir", str(data_dir)) as address:
         trained = subprocess.run(
             [
                 str(python),
                 str(REPO / "scripts" / "trl_grpo_smoke.py"),
                 "--reward-url",
-                address.group(0),
+                address,
                 "--dataset",
                 str(dataset),
                 "--model",
@@ -98,9 +43,6 @@ def test_grpo_trainer_takes_its_rewards_from_trex_eval_serve(tmp_path: Path, dat
             env={**os.environ, "PYTHONPATH": str(REPO), "TQDM_DISABLE": "1"},
             check=False,
         )
-    finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=120) == 0
 
     assert trained.returncode == 0, trained.stderr[-3000:]
     result = json.loads(trained.stdout.strip().splitlines()[-1])

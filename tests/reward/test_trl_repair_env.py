@@ -15,23 +15,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
-from ci_required import required
-
-from trex_eval import config
-from trex_eval.backends.model_files import hf_export_dir
+from trl_setup import export_rows, serving, trainer_python_and_model
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _require(condition: bool, why: str) -> None:
-    required(condition, why, in_ci="CI must run it: .ci/run builds the vLLM virtualenv and adds trl")
 
 
 def _served_ok(address: str) -> int:
@@ -45,54 +36,10 @@ def _served_ok(address: str) -> int:
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_grpo_trainer_rolls_out_repair_episodes_of_trex_eval_serve(tmp_path: Path, data_dir: Path) -> None:
-    executable = config.getenv("TREX_VLLM_EXECUTABLE")
-    _require(executable is not None and Path(executable).is_file(), "TREX_VLLM_EXECUTABLE is not set")
-    assert executable is not None
-    python = Path(executable).parent / "python"
-    has_trl = subprocess.run([str(python), "-c", "import trl, datasets"], capture_output=True, check=False)
-    _require(has_trl.returncode == 0, f"trl and datasets are not installed in {python.parent.parent}")
-    model_dir = hf_export_dir("smollm2-135m-instruct-q4")
-    _require((model_dir / "config.json").is_file(), f"no converted SmolLM2 at {model_dir}")
-
+    python, model_dir = trainer_python_and_model()
     dataset = tmp_path / "nl4opt.jsonl"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trex_eval",
-            "export-rl",
-            "-b",
-            "nl4opt",
-            "--out",
-            str(dataset),
-            "--data-dir",
-            str(data_dir),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "trex_eval",
-            "serve",
-            "-b",
-            "nl4opt",
-            "--port",
-            "0",
-            "--data-dir",
-            str(data_dir),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        found = re.search(r"http://127\.0\.0\.1:\d+", server.stdout.readline())
-        assert found is not None
-        address = found.group(0)
+    export_rows(dataset, benchmark="nl4opt", data_dir=data_dir)
+    with serving("-b", "nl4opt", "--data-dir", str(data_dir)) as address:
         trained = subprocess.run(
             [
                 str(python),
@@ -115,9 +62,6 @@ def test_grpo_trainer_rolls_out_repair_episodes_of_trex_eval_serve(tmp_path: Pat
             check=False,
         )
         served = _served_ok(address)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=120) == 0
 
     assert trained.returncode == 0, trained.stderr[-3000:]
     result = json.loads(trained.stdout.strip().splitlines()[-1])
