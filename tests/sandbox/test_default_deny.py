@@ -20,7 +20,15 @@ from sandbox_support import STAND_IN, require_bwrap
 from trex_eval.benchmarks.data import resolve_data_dir
 from trex_eval.errors import DataError
 from trex_eval.records import ExecStatus
-from trex_eval.sandbox import Job, SandboxLimits, SandboxPool, launch, probe_isolation, site_entries
+from trex_eval.sandbox import (
+    Job,
+    SandboxLimits,
+    SandboxPool,
+    instances,
+    launch,
+    probe_isolation,
+    site_entries,
+)
 from trex_eval.sandbox.runtime import hooks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -244,6 +252,9 @@ def test_the_bound_host_paths_are_exactly_the_allow_list(deny_pool: SandboxPool)
         STAND_IN.resolve(),
         Path(sysconfig.get_paths()["data"]) / "pyvenv.cfg",
         *(Path(entry) for entry in site_entries.solver_entries(SITE)),
+        # Data files handed to programs by reference (<cache>/instances; CI keeps its cache in the
+        # checkout): benchmark data only, never labels (trex_eval/sandbox/instances.py).
+        instances.store_root().absolute(),
     }
 
     assert report.readable_hidden == () and report.warnings == ()
