@@ -12,16 +12,13 @@ inspect log imported with ``trex-eval import`` must read as a run in ``leaderboa
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from cli_process import trex_eval
-from fake_server import Action, FakeOpenAIServer, Reply, Status
+from inspect_run import inspect_eval
 
 from trex_eval.backends.reference import answer_program, reference_completion_text
 from trex_eval.integrations.inspect.grading import TaskSettings, prepare
@@ -33,7 +30,6 @@ pytestmark = pytest.mark.slow  # two real CLIs, two sandbox pools: about a minut
 
 BENCHMARKS = ("b4o-feasible", "nl4opt")
 LIMIT = 6
-INSPECT = Path(sys.executable).parent / "inspect"
 
 
 def _wrong_optimum(problem: Problem) -> str:
@@ -91,40 +87,11 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outcome]:
                 record = {"benchmark": item.bench.name, "problem_id": problem.id, "completion": text}
                 lines.write(json.dumps(record) + "\n")
 
-    def script(key: str, attempt: int) -> Action:
-        text = answers.get(key)
-        return Status(404) if text is None else Reply(text=text)
-
     logs = root / "logs"
-    with FakeOpenAIServer(script) as server:
-        env = {
-            **os.environ,
-            "FAKE_BASE_URL": server.base_url,
-            "FAKE_API_KEY": "not-a-secret",
-            "INSPECT_LOG_DIR": str(logs),
-        }
-        done = subprocess.run(
-            [
-                str(INSPECT),
-                "eval",
-                *(f"trex_eval/{name}" for name in BENCHMARKS),
-                "-T",
-                f"limit={LIMIT}",
-                "--model",
-                "openai-api/fake/served-model",
-                "--log-format",
-                "json",
-                "--display",
-                "none",
-                "--no-fail-on-error",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-        )
-        requests = [seen.body for seen in server.chat_requests() if seen.body is not None]
+    tasks = [f"trex_eval/{name}" for name in BENCHMARKS]
+    done, requests = inspect_eval(
+        answers, [*tasks, "-T", f"limit={LIMIT}", "--log-format", "json", "--no-fail-on-error"], logs=logs
+    )
     assert done.returncode == 0, (
         f"inspect eval exited {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     )

@@ -18,7 +18,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -32,7 +31,7 @@ import numpy as np
 import pytest
 from chromium import HeadlessChromium, chromium_executable
 from ci_required import required
-from fake_server import Action, FakeOpenAIServer, Reply, Status
+from inspect_run import INSPECT, inspect_eval
 from numpy.typing import NDArray
 
 from trex_eval.backends.reference import answer_program, reference_completion_text
@@ -44,7 +43,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]  # inspect eval, inspect vi
 BENCHMARK = "nl4opt"
 LIMIT = 3
 WINDOW = (1366, 900)
-INSPECT = Path(sys.executable).parent / "inspect"
 EXPECTED_VERDICTS = ("correct", "wrong", "runtime_error")
 """What the three completions are graded: the log must hold these before the page is checked."""
 
@@ -85,21 +83,8 @@ def log_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for position, problem in enumerate(item.problems)
     }
 
-    def script(key: str, attempt: int) -> Action:
-        text = answers.get(key)
-        return Status(404) if text is None else Reply(text=text)
-
     logs = root / "logs"
-    with FakeOpenAIServer(script) as server:
-        env = {
-            **os.environ,
-            "FAKE_BASE_URL": server.base_url,
-            "FAKE_API_KEY": "not-a-secret",
-            "INSPECT_LOG_DIR": str(logs),
-        }
-        command = [str(INSPECT), "eval", f"trex_eval/{BENCHMARK}", "-T", f"limit={LIMIT}"]
-        command += ["--model", "openai-api/fake/served-model", "--display", "none"]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240, check=False)
+    done, _ = inspect_eval(answers, [f"trex_eval/{BENCHMARK}", "-T", f"limit={LIMIT}"], logs=logs)
     assert done.returncode == 0, f"inspect eval exited {done.returncode}\n{done.stderr[-4000:]}"
     (log,) = logs.glob("*.eval")
     return log

@@ -17,8 +17,6 @@ import functools
 import importlib.util
 import inspect
 import json
-import re
-import signal
 import subprocess
 import sys
 import threading
@@ -27,8 +25,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from trl_setup import serving, trainer_python
 
-from trex_eval import config
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.errors import ConfigError
@@ -159,20 +157,8 @@ def test_verl_async_compute_score_runs_inside_the_reward_loop(rows: list[Problem
 
 @pytest.fixture(scope="module")
 def serve_url(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[str]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "trex_eval", "serve", "-b", BENCH, "--port", "0", "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        found = re.search(r"http://127\.0\.0\.1:\d+", server.stdout.readline())
-        assert found is not None, server.stderr.read() if server.stderr else ""
-        yield found.group(0)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=120) == 0
+    with serving("-b", BENCH, "--data-dir", str(data_dir)) as address:
+        yield address
 
 
 def test_async_remote_reward_on_trls_loop_and_on_another(
@@ -221,13 +207,7 @@ print(json.dumps(steps))
 
 
 def test_trls_own_reward_step_awaits_async_remote_reward(serve_url: str, rows: list[Problem]) -> None:
-    executable = config.getenv("TREX_VLLM_EXECUTABLE")
-    python = Path(executable).parent / "python" if executable else None
-    if python is None or not python.is_file():
-        pytest.skip("no TRL virtualenv (TREX_VLLM_EXECUTABLE; .ci/run builds it and adds trl)")
-    has_trl = subprocess.run([str(python), "-c", "import trl"], capture_output=True, check=False)
-    if has_trl.returncode != 0:
-        pytest.skip(f"trl is not installed in {python.parent.parent}")
+    python = trainer_python()
     columns = _columns(rows)
     del columns["completion_ids"]
     ran = subprocess.run(

@@ -23,15 +23,22 @@ def _require(condition: bool, why: str) -> None:
     required(condition, why, in_ci="CI must run it: .ci/run builds the vLLM virtualenv and adds trl")
 
 
-def trainer_python_and_model() -> tuple[Path, Path]:
-    """The interpreter with trl and datasets (beside ``TREX_VLLM_EXECUTABLE``) and the converted
-    SmolLM2-135M; the test is skipped (failed under CI) where either is missing."""
+def trainer_python() -> Path:
+    """The interpreter with trl and datasets (beside ``TREX_VLLM_EXECUTABLE``); the test is
+    skipped (failed under CI) where it is missing."""
     executable = config.getenv("TREX_VLLM_EXECUTABLE")
     _require(executable is not None and Path(executable).is_file(), "TREX_VLLM_EXECUTABLE is not set")
     assert executable is not None
     python = Path(executable).parent / "python"
     has_trl = subprocess.run([str(python), "-c", "import trl, datasets"], capture_output=True, check=False)
     _require(has_trl.returncode == 0, f"trl and datasets are not installed in {python.parent.parent}")
+    return python
+
+
+def trainer_python_and_model() -> tuple[Path, Path]:
+    """:func:`trainer_python` and the converted SmolLM2-135M (skipped, or failed under CI, where
+    it is missing)."""
+    python = trainer_python()
     model_dir = hf_export_dir("smollm2-135m-instruct-q4")
     _require((model_dir / "config.json").is_file(), f"no converted SmolLM2 at {model_dir}")
     return python, model_dir

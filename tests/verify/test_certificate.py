@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_verify import textbook
 
 from trex_eval.backends.reference import reference_completion_text
 from trex_eval.benchmarks import load_benchmark
@@ -99,26 +100,9 @@ def test_pulp_duals_are_captured_and_certified(pool: SandboxPool) -> None:
 
 
 def _textbook(**changes: object) -> LinearModel:
-    """max 5x + 4y s.t. 6x + 4y <= 24, x + 2y <= 6, x, y >= 0: optimum 21 at (3, 1.5), duals
+    """test_verify's textbook LP (optimum 21 at (3, 1.5)) with its optimal point and duals
     (0.75, 0.5) (gurobipy's signs for a maximisation)."""
-    fields: dict[str, object] = {
-        "sense": "max",
-        "var_names": ("x", "y"),
-        "obj": (5.0, 4.0),
-        "lb": (0.0, 0.0),
-        "ub": (INF, INF),
-        "vtype": ("C", "C"),
-        "row_names": ("wood", "labour"),
-        "row_lower": (-INF, -INF),
-        "row_upper": (24.0, 6.0),
-        "a_row": (0, 0, 1, 1),
-        "a_col": (0, 1, 0, 1),
-        "a_val": (6.0, 4.0, 1.0, 2.0),
-        "primal": (3.0, 1.5),
-        "row_duals": (0.75, 0.5),
-    }
-    fields.update(changes)
-    return LinearModel.model_validate(fields)
+    return textbook(**{"primal": (3.0, 1.5), "row_duals": (0.75, 0.5), **changes})
 
 
 def _tiny_cost(ub: float) -> LinearModel:

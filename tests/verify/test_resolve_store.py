@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from test_budgets import market_split
+from test_verify import textbook
 
 from trex_eval import config
 from trex_eval.records import ExecStatus, LinearModel, ObjectiveEvidence, SolveRecord, SolveStatus
@@ -27,29 +28,8 @@ from trex_eval.verify import _MEMO, Resolve, resolve_remembered, verify_solve
 from trex_eval.verify import store as store_module
 from trex_eval.verify.store import ResolveStore, StoreKey, resolve_store, store_key
 
-INF = math.inf
 REPO = Path(__file__).resolve().parents[2]
 STAND_IN = REPO / "tests" / "sandbox" / "highs_stand_in"
-
-
-def textbook(**changes: object) -> LinearModel:
-    """max 5x + 4y s.t. 6x + 4y <= 24, x + 2y <= 6: optimum 21."""
-    fields: dict[str, object] = {
-        "sense": "max",
-        "var_names": ("x", "y"),
-        "obj": (5.0, 4.0),
-        "lb": (0.0, 0.0),
-        "ub": (INF, INF),
-        "vtype": ("C", "C"),
-        "row_names": ("wood", "labour"),
-        "row_lower": (-INF, -INF),
-        "row_upper": (24.0, 6.0),
-        "a_row": (0, 0, 1, 1),
-        "a_col": (0, 1, 0, 1),
-        "a_val": (6.0, 4.0, 1.0, 2.0),
-    }
-    fields.update(changes)
-    return LinearModel.model_validate(fields)
 
 
 def claim(model: LinearModel, objective: float) -> SolveRecord:
