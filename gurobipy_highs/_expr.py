@@ -15,6 +15,7 @@ one, once the names they build on exist.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -280,7 +281,19 @@ def _text(value: object, *, side: str) -> str:
 
 
 def quicksum(data: Iterable[object]) -> LinExpr | QuadExpr:
-    """Sum of ``data`` (numbers, Vars, LinExprs, QuadExprs) as a new expression; empty -> ``0.0``."""
+    """Sum of ``data`` (numbers, Vars, LinExprs, QuadExprs) as a new expression; empty -> ``0.0``.
+
+    A ``tupledict`` sums its values, with gurobipy's ``DeprecationWarning`` (a plain dict, as in
+    gurobipy, iterates its keys): MIPLIB-NL's ex9 and ex10 write ``quicksum(b)`` for ``b.sum()``."""
+    from ._tuples import tupledict  # imported here: _tuples builds on this module
+
+    if isinstance(data, tupledict):
+        warnings.warn(
+            "Calling quicksum on a tupledict is deprecated, use .sum() instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        data = list(data.values())
     expr: LinExpr | QuadExpr = LinExpr()
     for item in data:
         result = expr.__iadd__(item)

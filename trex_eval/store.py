@@ -92,6 +92,13 @@ class CompletionLine(Record):
         return (self.benchmark, self.completion.problem_id, self.completion.sample_index)
 
 
+class SizeBuckets(Record):
+    """The size buckets of a benchmark as run: ``names`` smallest first, ``of`` problem id -> name."""
+
+    names: tuple[str, ...]
+    of: dict[str, str]
+
+
 class BenchmarkEntry(Record):
     """One benchmark as run: its identity (name, version, data sha256), the problems selected,
     how prompts were made and how samples were graded (``rule`` is the canonical ``name@version``
@@ -120,6 +127,9 @@ class BenchmarkEntry(Record):
     problem_ids: tuple[str, ...] | None = None
     """The problems selected, when the run graded a chosen subset (``grade --completions``: the ids
     the file holds) rather than the first ``problems`` of the benchmark; ``None``: the first ones."""
+    size_buckets: SizeBuckets | None = None
+    """Each problem's size bucket, for a benchmark whose rows name one (``scale`` in its YAML;
+    :mod:`trex_eval.benchmarks.scale`): reports cut its scores by it. ``None``: no buckets."""
 
     @property
     def requested(self) -> str:

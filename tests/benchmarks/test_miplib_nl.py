@@ -155,29 +155,15 @@ def test_pin_declares_the_snapshot_and_the_unhashed_files(data_dir: Path) -> Non
 
 
 @pytest.mark.timeout(240)
-def test_reference_programs_reproduce_their_labels_through_the_layer(
-    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The smallest instances' solve.py, as completions, through sandbox, layer and grader (a
-    registered user benchmark over those instance folders: `audit` has no id filter)."""
-    spec = (Path(__file__).resolve().parents[2] / "benchmarks" / "miplib-nl.yaml").read_text(encoding="utf-8")
-    dataset = tmp_path / "dataset"
-    dataset.mkdir()
-    for name in SMALL:
-        (dataset / name).symlink_to(source_dir(REPOSITORY, data_dir) / "dataset" / name)
-    spec = spec.replace("name: miplib-nl\n", "name: miplib-nl-small\n").replace("  rows: 223\n", "")
-    spec = spec.replace("  root: source\n  repository: optsuite/MIPLIB-NL\n", "  root: file\n")
-    spec = spec.replace("  path: dataset\n", f"  path: {dataset}\n")
-    registered = tmp_path / "config" / "benchmarks"
-    registered.mkdir(parents=True)
-    (registered / "miplib-nl-small.yaml").write_text(spec, encoding="utf-8")
-    monkeypatch.setenv("TREX_CONFIG_DIR", str(tmp_path / "config"))
+def test_reference_programs_reproduce_their_labels_through_the_layer(tmp_path: Path, data_dir: Path) -> None:
+    """The smallest instances' solve.py, as completions, through sandbox, layer and grader."""
     result = audit(
-        ["miplib-nl-small"],
+        ["miplib-nl"],
         data_dir=data_dir,
         gurobi="highs",
         results_dir=tmp_path / "results",
         show_progress=False,
+        problem_ids={"miplib-nl": SMALL},
     )
     rows = {row["id"]: row for row in csv.DictReader(result.csv_path.open())}
     assert sorted(rows) == sorted(SMALL)

@@ -27,6 +27,14 @@ with warnings.catch_warnings(record=True) as caught:
     x.sum(0); x.select(0); gp.tuplelist([(1, 2)]).select(1)
 print([(w.category.__name__, str(w.message)) for w in caught])
 """,
+    "quicksum_of_a_tupledict_sums_its_values": """
+m = gp.Model(); b = m.addVars([(1, 'a'), (2, 'b')], ub=3, name='b'); m.update()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    total = gp.quicksum(b)
+print(total, [(w.category.__name__, str(w.message)) for w in caught], gp.quicksum({4: 1, 5: 2}))
+m.setObjective(gp.quicksum(b), GRB.MAXIMIZE); m.optimize()
+""",
     "tupledict_patterns": """
 m = gp.Model(); x = m.addVars([(1, 'a'), (1, 'b'), (2, 'a'), (3, 'c')], ub=2, name='x'); m.update()
 print(x.sum('*', 'a'), '|', x.sum([1, 3], '*'), '|', x.sum((1, 2), 'a'), '|', x.sum(9, '*'))

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cpu_load import burning
 
 from trex_eval.benchmarks import load_benchmark
 from trex_eval.benchmarks.data import source_dir
@@ -53,7 +54,8 @@ def _graded(bench: Benchmark, pool: SandboxPool, name: str, code: str, rule: str
     """``code`` run as instance ``name``'s program on the layer, judged as a run judges it."""
     plan = plan_for(bench, rule=rule, gurobi="highs")
     problem = bench.get(name)
-    execution = pool.run(plan.job(problem, Program(code=code, extractor="raw", reason="")))
+    program = Program(code=code, extractor="raw", reason="")
+    execution = pool.run(plan.job(problem, program), limits=plan.limits_for(problem))
     return plan.judge(problem, execution, reference_model=_no_reference)
 
 
@@ -153,8 +155,10 @@ while time.process_time() < end:
 def test_over_budget_programs_and_re_solves(bench: Benchmark, pool: SandboxPool, data_dir: Path) -> None:
     flugpl = _solve_py(data_dir, "flugpl")
     # The right answer after more CPU seconds than the rule grants: timeout, the budget named.
-    _, late = _graded(bench, pool, "flugpl", flugpl + BURN, "budgeted:2,verify=30")
+    stopped_at, late = _graded(bench, pool, "flugpl", flugpl + BURN, "budgeted:2,verify=30")
     assert late.verdict is Verdict.TIMEOUT and "CPU s used of 2" in late.reason, late.reason
+    # The sandbox took its CPU limit from the rule: stopped at the budget, not run on to 3.5 s.
+    assert stopped_at.cpu_s is not None and stopped_at.cpu_s < 3.0
     # A solve stopped by its own time limit: never correct, its point and the label given.
     pigeon = _solve_py(data_dir, "pigeon-08")
     maximised = pigeon.replace("-gp.quicksum(", "gp.quicksum(").replace(
@@ -180,3 +184,36 @@ def test_judged_hands_verify_the_rules_budget() -> None:
     done = Execution(status=ExecStatus.OK, solves=(_solve(SolveStatus.OPTIMAL, FLUGPL, "match"),), cpu_s=1.0)
     _, grade = judged(lambda e: rule.grade(e, REFERENCE), done, budget_s=rule.verification_budget_s)
     assert grade.verdict is Verdict.CORRECT
+
+
+def test_the_held_out_check_holds_with_8_burners_per_core(
+    bench: Benchmark, pool: SandboxPool, data_dir: Path
+) -> None:
+    """The programs above, each graded as the rule says on a machine saturated by other work:
+    budgets in CPU seconds give a loaded machine the quiet one's verdicts."""
+    flugpl, pigeon = _solve_py(data_dir, "flugpl"), _solve_py(data_dir, "pigeon-08")
+    maximised = pigeon.replace("-gp.quicksum(", "gp.quicksum(").replace(
+        "for i in self.items), GRB.MINIMIZE", "for i in self.items), GRB.MAXIMIZE"
+    )
+    limited = maximised.replace(
+        "self.model.optimize()", "self.model.Params.TimeLimit = 0.2\n        self.model.optimize()"
+    )
+    wrong = flugpl.replace(
+        "params['overtime_cost'] * overtime_hours[p]", "2 * params['overtime_cost'] * overtime_hours[p]"
+    )
+    cases = {
+        "near label": ("flugpl", flugpl, "budgeted:60,verify=30", Verdict.CORRECT),
+        "wrong model": ("flugpl", wrong, "budgeted:60,verify=30", Verdict.WRONG),
+        "forged print": ("flugpl", FORGE_PRINT, "budgeted:60,verify=30", Verdict.NO_SOLVE),
+        "forged model": ("flugpl", FORGE_MODEL, "budgeted:60,verify=30", Verdict.WRONG),
+        "over budget": ("flugpl", flugpl + BURN, "budgeted:2,verify=30", Verdict.TIMEOUT),
+        "unproven": ("pigeon-08", limited, "budgeted:60,verify=30", Verdict.WRONG),
+        "re-solve over budget": ("pigeon-08", maximised, "budgeted:60,verify=0.001", Verdict.UNVERIFIED),
+    }
+    with burning(per_core=8):
+        graded = {
+            what: _graded(bench, pool, name, code, rule)[1] for what, (name, code, rule, _) in cases.items()
+        }
+    for what, (_, _, _, verdict) in cases.items():
+        assert graded[what].verdict is verdict, (what, graded[what].reason)
+    assert is_unproven(graded["unproven"]) and "re-solve 0.001 CPU s" in graded["re-solve over budget"].reason

@@ -109,6 +109,28 @@ def test_a_reference_run_on_ray_equals_the_local_run_and_resumes(
     assert provenance["earlier_sessions"][0]["grading"]["on"] == "ray"
 
 
+def test_miplib_nl_on_ray_reads_its_data_by_reference_on_every_node(
+    cluster: str, data_dir: Path, tmp_path: Path
+) -> None:
+    """Data files handed by reference are staged in each actor's own instance store, and each job
+    runs under the rule's budget and its bucket's memory, as on the local pool."""
+    spec = RunSpec(
+        model=REFERENCE,
+        benchmarks=("miplib-nl",),
+        rules=("budgeted:20,verify=20",),
+        gurobi="highs",
+        problem_ids={"miplib-nl": ("flugpl", "gr4x6", "b-ball", "air03")},
+    )
+    common: dict[str, Any] = {"data_dir": data_dir, "workers": 1, "show_progress": False}
+    local = runner.run(spec, RunOptions(out=tmp_path / "local", **common))
+    on_ray = runner.run(spec, RunOptions(out=tmp_path / "ray", ray=RayOptions(address=cluster), **common))
+    expected = _decisions(list(RunStore(local.run_dir).iter_samples()))
+    assert _decisions(list(RunStore(on_ray.run_dir).iter_samples())) == expected
+    verdicts = {key[1]: decision[0] for key, decision in expected.items()}
+    assert verdicts == {"flugpl": "correct", "gr4x6": "correct", "b-ball": "wrong", "air03": "correct"}
+    assert _grading(on_ray.run_dir)["grading"]["actors"] == 2
+
+
 LP = (
     "```python\nimport pulp\np = pulp.LpProblem('lp', pulp.LpMaximize)\nx = pulp.LpVariable('x', 0, 3)\n"
     "y = pulp.LpVariable('y', 0)\np += 3 * x + 2 * y\np += x + y <= 4\np += x + 3 * y <= 6\n"

@@ -27,7 +27,7 @@ from trex_eval.benchmarks import assets
 from trex_eval.benchmarks.problem_builder import DataAbsent, ProblemBuilder, RowProblem
 from trex_eval.benchmarks.rows import Row, read_problem_folders, read_rows
 from trex_eval.benchmarks.spec import BenchmarkSpec, known_keys
-from trex_eval.errors import BenchmarkError
+from trex_eval.errors import BenchmarkError, ConfigError
 from trex_eval.files import load_yaml
 from trex_eval.records import Problem
 
@@ -311,12 +311,17 @@ def load_benchmark(
     else:
         rows = read_rows(source, file_format=spec.source.format)
     problems, errors, skipped = _problems(rows, loader, spec=spec)
+    sizes_digest = ""
+    if spec.scale is not None:
+        problems, sizes_digest = _scaled(problems, spec, spec_path=spec_path)
     if strict:
         absent = sum(1 for row in skipped if row.absent)
         _refuse_bad_rows(spec, spec_path=spec_path, problems=problems, errors=errors, absent=absent)
     digest = hashlib.sha256(spec_path.read_bytes())
     for file_digest in loader.file_digests(source):
         digest.update(file_digest.encode())
+    if sizes_digest:
+        digest.update(f"scale={sizes_digest}".encode())
     return Benchmark(
         spec=spec,
         problems=tuple(problems),
@@ -327,6 +332,22 @@ def load_benchmark(
         row_errors=tuple(errors),
         skipped=tuple(skipped),
     )
+
+
+def _scaled(problems: list[Problem], spec: BenchmarkSpec, *, spec_path: Path) -> tuple[list[Problem], str]:
+    """``problems`` with their scale (:func:`trex_eval.benchmarks.scale.scaled`), the error located
+    at the spec's ``scale.sizes``."""
+    from trex_eval.benchmarks.scale import scaled
+
+    assert spec.scale is not None
+    try:
+        return scaled(problems, spec.scale, folder=spec_path.parent)
+    except ConfigError as exc:
+        raise BenchmarkError(
+            exc.message,
+            where=exc.where,
+            hint=f"the sizes file named at {spec_location(spec_path, ('scale', 'sizes'))}: scale.sizes",
+        ) from None
 
 
 def _problems(

@@ -5,6 +5,7 @@ Data, not code: graders, rules and extractors are referred to by registered name
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
@@ -184,6 +185,40 @@ class ByReferenceSpec(_Spec):
         return names
 
 
+class SizeBucket(_Spec):
+    """One size bucket of a :class:`ScaleSpec`: instances whose reference model has fewer than
+    ``below`` variables and fewer than ``below`` constraints (``None``: the last bucket, every
+    larger or unknown size) get ``memory_mib`` for their program
+    (:class:`~trex_eval.records.SandboxLimits`)."""
+
+    name: str
+    below: int | None = None
+    memory_mib: int = 2048
+
+
+class ScaleSpec(_Spec):
+    """The size of each instance and how jobs are bounded by it (:mod:`trex_eval.benchmarks.scale`).
+
+    ``sizes`` is a CSV of reference-model sizes, relative to the benchmark file's folder;
+    ``buckets`` are in increasing order, the last without ``below``."""
+
+    sizes: str
+    buckets: tuple[SizeBucket, ...]
+
+    @field_validator("buckets")
+    @classmethod
+    def _ordered(cls, buckets: tuple[SizeBucket, ...]) -> tuple[SizeBucket, ...]:
+        bounds = [b.below for b in buckets]
+        if not buckets or bounds[-1] is not None or None in bounds[:-1]:
+            raise ValueError("must end with one bucket without 'below' (the rest), every other with one")
+        known = [b for b in bounds if b is not None]
+        if any(a >= b for a, b in itertools.pairwise(known)):
+            raise ValueError("'below' must increase from bucket to bucket")
+        if len({b.name for b in buckets}) != len(buckets):
+            raise ValueError("bucket names must differ")
+        return buckets
+
+
 class BenchmarkSpec(_Spec):
     """A benchmark file (see docs/byo-benchmark.md). ``instance_file`` is the name the program
     finds its instance data under, in its working directory.
@@ -192,7 +227,8 @@ class BenchmarkSpec(_Spec):
     ``mamo-complexlp`` and ``mamo-complexlp@sirl-fixed``); ``labels.version`` names the version;
     ``suites`` the built-in suites it belongs to (``t-rex``, ``sirl``, ``orlm``); ``licence`` the
     upstream licence as stated (or ``none stated``). ``by_reference``: the instances keep their
-    data in files the program reads in place (:class:`ByReferenceSpec`)."""
+    data in files the program reads in place (:class:`ByReferenceSpec`); ``scale``: each row's
+    reference-model size, size bucket and memory (:class:`ScaleSpec`)."""
 
     name: str
     title: str
@@ -205,6 +241,7 @@ class BenchmarkSpec(_Spec):
     twins: TwinSpec | None = None
     reference_status: StatusSource | None = None
     by_reference: ByReferenceSpec | None = None
+    scale: ScaleSpec | None = None
     grader: GraderSpec
     prompt: PromptSpec
     family: str | None = None

@@ -33,6 +33,7 @@ from trex_eval.cli.options import (
     ray_options,
     sandbox_limits,
     split_list,
+    split_rules,
     workers_count,
 )
 from trex_eval.protocols import DEFAULT_PROTOCOL
@@ -92,7 +93,7 @@ def audit(
         names or None,
         data_dir=data_dir_or_pull(data_dir),
         protocol=protocol_name(protocol),
-        rules=split_list(rule),
+        rules=split_rules(rule),
         csv_path=csv_path,
         gurobi=gurobi_policy(gurobi),
         workers=workers_count(workers),

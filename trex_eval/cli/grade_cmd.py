@@ -37,6 +37,7 @@ from trex_eval.cli.options import (
     ray_options,
     sandbox_limits,
     split_list,
+    split_rules,
     workers_count,
 )
 from trex_eval.errors import ConfigError
@@ -165,7 +166,7 @@ def grade(
     plan = regrade.plan_regrade(
         path,
         data_dir=data_dir_for(names, data_dir),
-        rules=split_list(rule),
+        rules=split_rules(rule),
         protocol=None if protocol is None else protocol_name(protocol),
         fields=regrade.CompletionFields(
             benchmark=None if is_run or not names else names[0],

@@ -218,6 +218,20 @@ def split_list(values: list[str]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
+def split_rules(values: list[str]) -> tuple[str, ...]:
+    """``--rule`` values as rule specs: repeated and comma-separated like :func:`split_list`, but a
+    part holding ``=`` and no ``:`` continues the spec before it, since a rule's parameters are
+    comma-separated too (``--rule strict,budgeted:60,verify=30`` is two rules)."""
+    specs: list[str] = []
+    for value in values:
+        for part in (p.strip() for p in value.split(",")):
+            if part and "=" in part and ":" not in part and specs and ":" in specs[-1]:
+                specs[-1] += f",{part}"
+            elif part:
+                specs.append(part)
+    return tuple(specs)
+
+
 def one_of(value: str, choices: tuple[str, ...], *, what: str) -> str:
     """``value`` if it is one of ``choices``, else the user error naming them."""
     if value not in choices:

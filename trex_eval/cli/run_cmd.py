@@ -38,6 +38,7 @@ from trex_eval.cli.options import (
     ray_options,
     sandbox_limits,
     split_list,
+    split_rules,
     workers_count,
 )
 from trex_eval.errors import ConfigError
@@ -130,6 +131,15 @@ _LimitOption = Annotated[
         "--limit", "-n", help="Only the first N problems of each benchmark.", rich_help_panel=PANEL_WHAT
     ),
 ]
+_ProblemsOption = Annotated[
+    list[str],
+    typer.Option(
+        "--problems",
+        help="Only these problem ids (comma-separated or repeated) of the one benchmark run, "
+        "e.g. -b miplib-nl --problems flugpl,gr4x6.",
+        rich_help_panel=PANEL_WHAT,
+    ),
+]
 _FewShotOption = Annotated[
     int,
     typer.Option(
@@ -208,6 +218,7 @@ class RunFlags:
     prompt_set: str
     samples: int
     limit: int | None
+    problems: list[str]
     few_shot: int
     few_shot_strategy_name: str
     few_shot_source: str
@@ -240,6 +251,7 @@ def run(
     prompt_set: _PromptSetOption = "t-rex",
     samples: _SamplesOption = 1,
     limit: _LimitOption = None,
+    problems: _ProblemsOption = [],  # noqa: B006
     few_shot: _FewShotOption = 0,
     few_shot_strategy_name: _FewShotStrategyOption = "random",
     few_shot_source: _FewShotSourceOption = "reference",
@@ -327,6 +339,7 @@ def _refuse_settings_on_resume(flags: RunFlags) -> None:
             ("--benchmark-file", bool(flags.benchmark_file)),
             ("--samples", flags.samples != 1),
             ("--limit", flags.limit is not None),
+            ("--problems", bool(flags.problems)),
             ("--rule", bool(flags.rule)),
             ("--protocol", flags.protocol != DEFAULT_PROTOCOL),
             ("--few-shot", flags.few_shot != 0),
@@ -380,6 +393,12 @@ def _new_run(flags: RunFlags) -> tuple[RunSpec, RunOptions]:
     limits = sandbox_limits(flags.wall_s, flags.memory_mib)
     names = (split_list(flags.benchmarks) + tuple(str(p) for p in flags.benchmark_file)) or ALL_BENCHMARKS
     names = expand_suites(names)  # `--benchmarks sirl`: a suite stands for its members
+    chosen = split_list(flags.problems)
+    if chosen and len(names) != 1:
+        raise ConfigError(
+            f"--problems chooses problems of one benchmark; this run has {len(names)}",
+            hint="run one benchmark with -b NAME --problems ID,ID",
+        )
     spec = RunSpec(
         model=backend_spec,
         benchmarks=names,
@@ -387,11 +406,12 @@ def _new_run(flags: RunFlags) -> tuple[RunSpec, RunOptions]:
         samples=flags.samples,
         limit=flags.limit,
         protocol=protocol,
-        rules=split_list(flags.rule),
+        rules=split_rules(flags.rule),
         few_shot=FewShotSettings(k=flags.few_shot, strategy=strategy, source=flags.few_shot_source),
         limits=limits,
         gurobi=policy,
         repair=RepairSettings(rounds=flags.repair, feedback=flags.repair_feedback),  # type: ignore[arg-type]
+        problem_ids={names[0]: chosen} if chosen else {},
     )
     return spec, _run_options(flags, data_dir=data_dir_for(names, flags.data_dir), out=flags.out_dir)
 

@@ -47,7 +47,7 @@ from trex_eval.records import (
     Verdict,
 )
 from trex_eval.sandbox import Job, SandboxLimits
-from trex_eval.store import BenchmarkEntry
+from trex_eval.store import BenchmarkEntry, SizeBuckets
 from trex_eval.verify import (
     ModelFileRefused,
     OutOfTime,
@@ -65,6 +65,13 @@ ReferenceModelLoader = Callable[[StructureReference], LinearModel]
 ProgramRunner = Callable[[Program], Awaitable[Execution]]
 """Runs one program of a sample in the run's sandbox (the run's own lane and limits)."""
 
+BUDGET_WALL_FACTOR = 3.0
+BUDGET_WALL_MARGIN_S = 30.0
+"""Under a rule with a program CPU budget the wall limit is ``BUDGET_WALL_FACTOR * budget +
+BUDGET_WALL_MARGIN_S``: it only ends a program that waits instead of computing, and the CPU
+budget decides. (The wall limit discounts time a job was starved of CPU, but only in part: a
+program that received 27.9 CPU s in 68 s on a loaded machine was charged 60 s of wall.)"""
+
 _PASSING = frozenset({Verdict.CORRECT, Verdict.UNVERIFIED})
 """Verdicts a peer's harness would count as passed: no conversion fallback after them."""
 
@@ -74,7 +81,8 @@ class EvaluationPlan:
     """Extractor, job builder, limits and rule of one benchmark under one protocol.
 
     ``rule.spec`` (canonical ``name@version``) is what every grade of the plan records, failures
-    included; ``limits`` are the sandbox limits its programs run under.
+    included; ``limits`` are the sandbox limits its programs run under, adjusted per problem by
+    :meth:`limits_for` unless ``limits_given`` (the user chose them: they hold for every job).
     """
 
     benchmark: Benchmark
@@ -83,6 +91,7 @@ class EvaluationPlan:
     rule: Rule
     limits: SandboxLimits
     gurobi: GurobiPolicy = "auto"
+    limits_given: bool = False
 
     def __post_init__(self) -> None:
         # Checked once here: a runtime-checkable Protocol's isinstance costs ~80 us, per grade.
@@ -142,6 +151,31 @@ class EvaluationPlan:
             execution,
             budget_s=self.verification_budget_s,
         )
+
+    def limits_for(self, problem: Problem) -> SandboxLimits:
+        """The sandbox limits of ``problem``'s job: :attr:`limits`, where not ``limits_given``
+        with the rule's program budget (``budgeted``'s ``cpu``) as the CPU limit and the wall
+        limit of :data:`BUDGET_WALL_MARGIN_S` (never below the plan's), so a program over its
+        budget is stopped at it instead of running on to the default limit; and the row's
+        ``meta["memory_mib"]`` (its size bucket's, :mod:`trex_eval.benchmarks.scale`) as its memory."""
+        if self.limits_given:
+            return self.limits
+        update: dict[str, float | int] = {}
+        budget = self.program_budget_s
+        if budget is not None:
+            wall = BUDGET_WALL_FACTOR * budget + BUDGET_WALL_MARGIN_S
+            update |= {"cpu_s": budget, "wall_s": max(self.limits.wall_s, wall)}
+        memory = problem.meta.get("memory_mib", "")
+        if memory.isdigit():
+            update["memory_mib"] = int(memory)
+        return self.limits.model_copy(update=update) if update else self.limits
+
+    @property
+    def program_budget_s(self) -> float | None:
+        """CPU seconds a program gets where the rule states them (``budgeted``'s ``cpu``), else
+        ``None`` (the limits decide alone)."""
+        budget = getattr(self.rule, "program_cpu_s", None)
+        return float(budget) if isinstance(budget, (int, float)) else None
 
     @property
     def verification_budget_s(self) -> float | None:
@@ -372,6 +406,7 @@ def plan_for(
         rule=chosen.grading_rule(graded_by),
         limits=limits or chosen.limits(grader.kind),
         gurobi=gurobi,
+        limits_given=limits is not None,
     )
 
 
@@ -403,7 +438,17 @@ def benchmark_entry(
         template_sha256=template_sha256,
         limits=plan.limits,
         problem_ids=problem_ids,
+        size_buckets=_size_buckets(bench),
     )
+
+
+def _size_buckets(bench: Benchmark) -> SizeBuckets | None:
+    """Every problem's size bucket (``meta["size_bucket"]``), where the benchmark has a scale."""
+    scale = bench.spec.scale
+    if scale is None:
+        return None
+    of = {p.id: p.meta["size_bucket"] for p in bench.problems if "size_bucket" in p.meta}
+    return SizeBuckets(names=tuple(bucket.name for bucket in scale.buckets), of=of)
 
 
 def rules_by_protocol(grader: GraderSpec) -> dict[str, str]:

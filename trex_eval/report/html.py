@@ -59,6 +59,7 @@ from trex_eval.report.leaderboard import (
 from trex_eval.report.markdown import ENVIRONMENT_MARK, MISSING_MARK, SMALL_N_MARK
 from trex_eval.report.published import PublishedScore
 from trex_eval.report.runs import RunResults
+from trex_eval.report.size_buckets import size_sections
 from trex_eval.report.summary import (
     distinct_labels,
     percent,
@@ -143,6 +144,7 @@ def render_html_report(
         title=settings.title,
         board=board,
         groups=_rule_groups(board),
+        size_sections=size_sections(board),
         published=published,
         repaired=repaired,
         repaired_rounds=max((bench.repair.rounds for _, bench in repaired if bench.repair), default=0),

@@ -26,6 +26,7 @@ from trex_eval.errors import ConfigError
 from trex_eval.records import DiagnosisCategory, Record
 from trex_eval.report.intervals import IntervalSettings
 from trex_eval.report.runs import load_runs
+from trex_eval.report.size_buckets import bucket_columns
 from trex_eval.report.summary import BenchmarkSummary, RunSummary, distinct_labels, summarize_results
 
 MACRO = "macro"
@@ -188,7 +189,8 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
     G.extractor, G.api_errors, G.environment_failures, G.missing_samples, G.unverified_samples``
     (passing claims the harness could not verify, not counted in pass@1), and
     ``G.diagnosis.<category>`` for every :class:`~trex_eval.records.DiagnosisCategory` (failing
-    samples diagnosed so; 0 also where the run was not diagnosed); empty where the run did not
+    samples diagnosed so; 0 also where the run was not diagnosed), and for a benchmark with size
+    buckets ``G.size.<bucket>.pass@1_pct`` and ``G.size.<bucket>.n``; empty where the run did not
     fill the group. Then per macro column ``M``: ``M.pass@1_pct, M.ciNN_low_pct,
     M.ciNN_high_pct, M.over`` (the column groups averaged, ``+``-separated), ``M.interval``
     (``bootstrap``, or ``wilson-mean`` where a benchmark has fewer than 30 problems). Scores are
@@ -235,6 +237,7 @@ def leaderboard_frame(board: Leaderboard) -> pd.DataFrame:
             for category in DiagnosisCategory:
                 count = cell.diagnoses.get(category.value, 0) if cell else None
                 record[f"{prefix}.diagnosis.{category.value}"] = count
+            record.update(bucket_columns(prefix, cell))
         for macro in board.macro_columns:
             mine = row.macro_column == macro.label
             summary = row.summary

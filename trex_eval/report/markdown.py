@@ -16,6 +16,7 @@ from trex_eval.report.intervals import SMALL_N
 from trex_eval.report.leaderboard import Leaderboard, LeaderboardRow, build_leaderboard
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.published import PublishedScore
+from trex_eval.report.size_buckets import size_table
 from trex_eval.report.summary import BenchmarkSummary, RunSummary, percent
 
 ENVIRONMENT_MARK = "†"
@@ -39,6 +40,9 @@ def render_leaderboard_markdown(board: Leaderboard, *, published: Sequence[Publi
             "",
         ]
         lines += repair_table(repaired)
+    sized = size_table(board)
+    if sized:
+        lines += ["", *sized]
     lines += ["", "## Runs", "", *_runs_table(board)]
     if published:
         lines += ["", *published_table(published)]

@@ -42,6 +42,7 @@ from trex_eval.report.intervals import SMALL_N, IntervalSettings, stratified_boo
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.repair_summary import RepairSummary, repair_summary
 from trex_eval.report.runs import BenchmarkResults, ProblemSamples, RunResults, arrange
+from trex_eval.report.size_buckets import BucketScore, bucket_scores
 from trex_eval.store import REWARD_LOG_BACKEND, RunManifest, RunSettings
 
 _POWERS_OF_TWO = (2, 4, 8, 16, 32, 64, 128, 256)
@@ -95,6 +96,9 @@ class BenchmarkSummary(Record):
     diagnoses: dict[str, int] = Field(default_factory=dict)
     """Failing samples per diagnosis category (``DiagnosisCategory`` values; empty when none was
     diagnosed)."""
+    buckets: tuple[BucketScore, ...] = ()
+    """pass@1 per size bucket, smallest first (:mod:`trex_eval.report.size_buckets`; empty for a
+    benchmark without buckets)."""
 
     @property
     def small_n(self) -> bool:
@@ -367,6 +371,7 @@ def _summarize_benchmark(
         ),
         repair=repair_summary(bench, run) if run.repair else None,
         diagnoses=diagnosis_counts(bench.records()),
+        buckets=bucket_scores(bench),
     )
 
 

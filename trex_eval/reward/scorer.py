@@ -195,4 +195,4 @@ class RewardScorer(ScorerFront):
     async def _run(pool: SandboxPool, plan: EvaluationPlan, problem: Problem, program: Program) -> Execution:
         """``program`` run for ``problem`` as ``plan`` runs programs (a rollout's, a conversion of
         it, or a reference program for a diagnosis), on one of the pool's fair lanes."""
-        return await pool.arun(plan.job(problem, program), limits=plan.limits)
+        return await pool.arun(plan.job(problem, program), limits=plan.limits_for(problem))

@@ -80,6 +80,7 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[Prepared
         problems = bench.problems[: spec.limit] if spec.limit else bench.problems
         chosen = known.get(name)
         if chosen is not None:
+            _refuse_unknown_ids(bench, chosen)
             problems = tuple(p for p in problems if p.id in chosen)
             if not problems:
                 raise ConfigError(
@@ -113,6 +114,25 @@ def prepare_benchmarks(spec: RunSpec, *, data_dir: Path | None) -> list[Prepared
         for item in prepared:
             item.shots = _few_shot_examples(item, spec)
     return prepared
+
+
+def _refuse_unknown_ids(bench: Benchmark, chosen: frozenset[str]) -> None:
+    """Refuse a selection naming a problem the benchmark left out (saying why) or does not have.
+
+    Raises:
+        ConfigError: the first such id, with the reason or what ids look like.
+    """
+    have = {p.id for p in bench.problems}
+    left_out = {Path(row.where).name: row.message for row in bench.skipped}
+    for problem_id in sorted(chosen - have):
+        if problem_id in left_out:
+            raise ConfigError(
+                f"problem '{problem_id}' of benchmark '{bench.name}' is left out: {left_out[problem_id]}"
+            )
+        raise ConfigError(
+            f"benchmark '{bench.name}' has no problem '{problem_id}'",
+            hint=f"ids look like {', '.join(repr(p.id) for p in bench.problems[:3])}",
+        )
 
 
 def _problem_ids(name: str, ids: Sequence[str]) -> frozenset[str]:

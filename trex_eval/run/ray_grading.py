@@ -181,7 +181,7 @@ class _GradingActor:
                 if not self.started:
                     await asyncio.to_thread(self.pool.start)
                     self.started = True
-        return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits)
+        return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits_for(problem))
 
 
 class RayGrading:

@@ -457,7 +457,7 @@ class Session:
         reference program's run for a diagnosis, not counted among the samples' executions."""
         if not self.pool_started:
             await self._start_pool()
-        return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits)
+        return await self.pool.arun(item.plan.job(problem, program), limits=item.plan.limits_for(problem))
 
     async def _execution(
         self, item: PreparedBenchmark, problem: Problem, program: Program, index: int, round_index: int = 0

@@ -231,7 +231,7 @@ class Grader:
         )
 
     async def _run(self, plan: EvaluationPlan, problem: Problem, program: Program) -> Execution:
-        return await self.pool.arun(plan.job(problem, program), limits=plan.limits)
+        return await self.pool.arun(plan.job(problem, program), limits=plan.limits_for(problem))
 
 
 _GRADERS: dict[PoolKey, Grader] = {}
