@@ -10,7 +10,11 @@ per data file in its working directory, pointing into the store: no copy per job
 The store holds only what benchmarks link, which are data files, never labels or reference
 programs. It is a copy rather than a hard link of the benchmark's file: at the weaker isolation
 levels a program can write what its uid can, and a hard link would let it change the upstream
-copy itself.
+copy itself. For the same reason a pool at the ``rlimits`` level (programs run as the harness's
+user, no read-only view) never uses the persistent store: it stages into a private store in its
+own scratch folder, removed with the pool, so a program that rewrites a staged file reaches no
+other run (the persistent store trusts a staged file of the right size, as only the harness can
+write it where the store is bound read-only).
 """
 
 from __future__ import annotations
@@ -50,14 +54,16 @@ def ensure_store() -> Path:
     return root
 
 
-def workdir_entries(job: Job) -> dict[str, dict[str, str]]:
+def workdir_entries(job: Job, *, root: Path | None = None) -> dict[str, dict[str, str]]:
     """What a worker puts in the job's working directory: ``files`` (relative path -> text) and
-    ``links`` (relative path -> staged file, see :func:`stage`)."""
-    return {"files": dict(job.files), "links": stage(job.links)}
+    ``links`` (relative path -> staged file in ``root``, default the persistent store; see
+    :func:`stage`)."""
+    return {"files": dict(job.files), "links": stage(job.links, root=root)}
 
 
-def stage(links: tuple[InstanceLink, ...]) -> dict[str, str]:
-    """``name -> staged path`` for each link, copying into the store what it lacks.
+def stage(links: tuple[InstanceLink, ...], *, root: Path | None = None) -> dict[str, str]:
+    """``name -> staged path`` for each link, copying into the store (``root``, default the
+    persistent one, :func:`ensure_store`) what it lacks.
 
     Raises:
         SandboxError: a file over :data:`MAX_LINK_BYTES`, links over :data:`MAX_JOB_LINK_BYTES`
@@ -73,8 +79,10 @@ def stage(links: tuple[InstanceLink, ...]) -> dict[str, str]:
         )
     if not links:
         return {}
-    root = ensure_store()
-    return {link.name: str(_staged(root, link)) for link in links}
+    if root is not None:
+        root.mkdir(mode=0o755, parents=True, exist_ok=True)
+    store = ensure_store() if root is None else root
+    return {link.name: str(_staged(store, link)) for link in links}
 
 
 def _staged(root: Path, link: InstanceLink) -> Path:

@@ -56,9 +56,9 @@ what the workload uses instead (:data:`DEFAULT_WARMABLE`)."""
 
 DEFAULT_WARMABLE = (*hooks.WARMABLE, "numpy")
 """Libraries a worker imports itself once two of its programs imported them, so that the following
-forks start with them loaded: every solver hook's ``WARM`` modules in their ``WARM_ORDER`` (see
-:mod:`.runtime.hooks`), then NumPy. OR-Tools' linear solver is always warmed before PuLP (with PuLP
-loaded first, OR-Tools MathOpt solves crash with SIGSEGV, in or out of the sandbox)."""
+forks start with them loaded: every solver hook's ``WARM`` modules in their ``WARM_ORDER``
+(:mod:`.runtime.hooks`), then NumPy. OR-Tools' linear solver is warmed before PuLP (PuLP loaded
+first makes OR-Tools MathOpt solves crash with SIGSEGV, in or out of the sandbox)."""
 
 DEFAULT_LIMITS = SandboxLimits()
 _REPLY_MARGIN_S = 30.0
@@ -382,10 +382,12 @@ class SandboxPool:
     def _execute_once(self, job: Job, gurobi: str, limits: SandboxLimits) -> tuple[Execution, bool]:
         report = self._require_started()
         nonce = secrets.token_hex(16)
+        # At rlimits programs can write what the harness can: a store of the pool's own (instances).
+        own = self._root / "instances" if report.level == "rlimits" and self._root is not None else None
         request = {
             "id": nonce[:8],
             "code": job.code,
-            **instances.workdir_entries(job),
+            **instances.workdir_entries(job, root=own),
             "gurobi": gurobi,
             "collect": list(job.collect),
             "nonce": nonce,
