@@ -10,7 +10,7 @@ bucket. ``--out-dir`` names the run directory (default: a fresh one under result
 Usage (about an hour on 2 shared cores with the default budget)::
 
     TREX_DATA_DIR=... TREX_SOURCES_DIR=... python scripts/audit_miplib_nl.py [--rule budgeted:30,verify=30]
-        [--only a,b] [--out results/published/audit-miplib-nl.csv]
+        [--only a,b | --bucket small] [--gurobi highs|real|auto] [--out results/published/audit-miplib-nl.csv]
 """
 
 from __future__ import annotations
@@ -40,25 +40,31 @@ def main() -> None:
     parser.add_argument("--rule", default=RULE)
     parser.add_argument("--only", default="", help="comma-separated instances (default: every complete one)")
     parser.add_argument("--out-dir", type=Path, default=None, help="the audit's run directory")
+    parser.add_argument(
+        "--gurobi", choices=("highs", "real", "auto"), default="highs",
+        help="gurobipy as the layer on HiGHS (default), or the installed one (its licence's limits)",
+    )  # fmt: skip
+    parser.add_argument("--bucket", default="", help="only the instances of this size bucket")
     args = parser.parse_args()
     data_dir = Path(os.environ["TREX_DATA_DIR"])
     bench = load_benchmark("miplib-nl", data_dir=data_dir)
-    wanted = tuple(name for name in args.only.split(",") if name) or tuple(p.id for p in bench.problems)
+    wanted = tuple(name for name in args.only.split(",") if name) or tuple(
+        p.id for p in bench.problems if args.bucket in ("", p.meta.get("size_bucket"))
+    )
     result = audit(
         ["miplib-nl"],
         data_dir=data_dir,
         rules=(args.rule,),
-        gurobi="highs",
+        gurobi=args.gurobi,
         problem_ids={"miplib-nl": wanted},
         show_progress=False,
         out=args.out_dir,
     )
     times = _times(result.run_dir / "samples.jsonl")
     rows = [{**row, **times.get(row["id"], {}), **_size(bench.get(row["id"]).meta)} for row in result.rows]
-    for skipped in bench.skipped:
-        rows.append(
-            _not_run(Path(skipped.where).name, f"not run: {skipped.message}", get_rule(args.rule).spec)
-        )
+    spec = get_rule(args.rule).spec
+    for skipped in () if args.only or args.bucket else bench.skipped:
+        rows.append(_not_run(Path(skipped.where).name, f"not run: {skipped.message}", spec))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=FIELDS, lineterminator="\n", extrasaction="ignore")

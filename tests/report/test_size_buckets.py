@@ -47,6 +47,8 @@ def test_the_manifest_records_each_problems_bucket(runs: tuple[Path, Path]) -> N
     assert entry["size_buckets"]["names"] == ["small", "medium", "large", "huge"]
     assert {entry["size_buckets"]["of"][name] for name in ("flugpl", "gr4x6", "b-ball")} == {"small"}
     assert entry["size_buckets"]["of"]["air03"] == "medium"
+    # The limits recorded are the ones the rule set (each row's memory is its bucket's).
+    assert (entry["limits"]["cpu_s"], entry["limits"]["wall_s"]) == (20.0, 90.0)
 
 
 def test_leaderboard_cuts_miplib_nl_by_size_beside_nl4opt(runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -153,22 +153,28 @@ class EvaluationPlan:
         )
 
     def limits_for(self, problem: Problem) -> SandboxLimits:
-        """The sandbox limits of ``problem``'s job: :attr:`limits`, where not ``limits_given``
-        with the rule's program budget (``budgeted``'s ``cpu``) as the CPU limit and the wall
-        limit of :data:`BUDGET_WALL_MARGIN_S` (never below the plan's), so a program over its
-        budget is stopped at it instead of running on to the default limit; and the row's
-        ``meta["memory_mib"]`` (its size bucket's, :mod:`trex_eval.benchmarks.scale`) as its memory."""
+        """The sandbox limits of ``problem``'s job: :attr:`limits` as the user gave them
+        (``limits_given``), else :attr:`budgeted_limits` with the row's ``meta["memory_mib"]``
+        (its size bucket's, :mod:`trex_eval.benchmarks.scale`) as its memory."""
         if self.limits_given:
             return self.limits
-        update: dict[str, float | int] = {}
-        budget = self.program_budget_s
-        if budget is not None:
-            wall = BUDGET_WALL_FACTOR * budget + BUDGET_WALL_MARGIN_S
-            update |= {"cpu_s": budget, "wall_s": max(self.limits.wall_s, wall)}
         memory = problem.meta.get("memory_mib", "")
         if memory.isdigit():
-            update["memory_mib"] = int(memory)
-        return self.limits.model_copy(update=update) if update else self.limits
+            return self.budgeted_limits.model_copy(update={"memory_mib": int(memory)})
+        return self.budgeted_limits
+
+    @property
+    def budgeted_limits(self) -> SandboxLimits:
+        """:attr:`limits` with the rule's program budget (``budgeted``'s ``cpu``) as the CPU limit
+        and ``BUDGET_WALL_FACTOR * budget + BUDGET_WALL_MARGIN_S`` as the wall limit (never
+        below the plan's), so a program over its budget is stopped at it rather than running on
+        to the protocol's limit; :attr:`limits` where the user gave them or the rule states no
+        budget. What the manifest records as the benchmark's limits."""
+        budget = self.program_budget_s
+        if self.limits_given or budget is None:
+            return self.limits
+        wall = BUDGET_WALL_FACTOR * budget + BUDGET_WALL_MARGIN_S
+        return self.limits.model_copy(update={"cpu_s": budget, "wall_s": max(self.limits.wall_s, wall)})
 
     @property
     def program_budget_s(self) -> float | None:
@@ -436,7 +442,7 @@ def benchmark_entry(
         extractor=plan.extractor,
         prompt_set=prompt_set,
         template_sha256=template_sha256,
-        limits=plan.limits,
+        limits=plan.budgeted_limits,
         problem_ids=problem_ids,
         size_buckets=_size_buckets(bench),
     )
