@@ -70,6 +70,7 @@ def test_readme_quickstart_runs_verbatim_in_a_fresh_clone(tmp_path: Path, data_d
         "audit-default.csv",
         "audit-trex-compat.csv",
         "audit-miplib-nl.csv",
+        "audit-miplib-nl-small-gurobi.csv",
     }
     shims = tmp_path / "bin"
     shims.mkdir()
