@@ -35,7 +35,7 @@ def bench(data_dir: Path) -> Benchmark:
 def test_rows_name_their_size_bucket_and_memory(bench: Benchmark) -> None:
     flugpl, air03 = bench.get("flugpl").meta, bench.get("air03").meta
     assert (flugpl["variables"], flugpl["constraints"], flugpl["nonzeros"]) == ("18", "18", "46")
-    assert (flugpl["size_bucket"], flugpl["memory_mib"]) == ("small", "2048")
+    assert (flugpl["size_bucket"], flugpl["memory_mib"], flugpl["record_mib"]) == ("small", "2048", "16")
     # air03: 10,757 columns over 124 rows: past the pip licence's 2,000, under the verify caps.
     assert (air03["variables"], air03["size_bucket"], air03["memory_mib"]) == ("10757", "medium", "4096")
     assert all("size_bucket" in p.meta and p.meta["memory_mib"].isdigit() for p in bench.problems)
@@ -69,6 +69,7 @@ def test_buckets_cut_by_the_larger_of_variables_and_constraints() -> None:
     assert scale_meta(unknown, spec) == {
         "size_bucket": "rest",
         "memory_mib": "12288",
+        "record_mib": "16",
         "size_note": "model build over 300 CPU s",
     }
 
@@ -120,7 +121,7 @@ def test_job_limits_follow_the_rules_budget_and_the_rows_bucket(bench: Benchmark
     small, medium = plan.limits_for(bench.get("flugpl")), plan.limits_for(bench.get("air03"))
     assert (small.cpu_s, small.memory_mib) == (45.0, 2048)
     assert small.wall_s == BUDGET_WALL_FACTOR * 45.0 + BUDGET_WALL_MARGIN_S
-    assert (medium.cpu_s, medium.memory_mib) == (45.0, 4096)
+    assert (medium.cpu_s, medium.memory_mib, medium.record_mib) == (45.0, 4096, 48)
     # The benchmark's own rule: ten minutes of CPU.
     assert plan_for(bench).limits_for(bench.get("flugpl")).cpu_s == 600.0
     # A rule without a program budget keeps the protocol's CPU limit; the bucket's memory holds.
@@ -129,3 +130,16 @@ def test_job_limits_follow_the_rules_budget_and_the_rows_bucket(bench: Benchmark
     # Limits the user chose hold for every job.
     chosen = SandboxLimits(wall_s=20, cpu_s=20, memory_mib=3000)
     assert plan_for(bench, rule="budgeted:45", limits=chosen).limits_for(bench.get("air03")) == chosen
+
+
+def test_an_unknown_bucket_key_names_the_keys_a_bucket_takes(
+    bench: Benchmark, tmp_path: Path, data_dir: Path
+) -> None:
+    spec = bench.spec_path.read_text(encoding="utf-8").replace(
+        "{name: small, below: 2000, memory_mib: 2048", "{name: small, below: 2000, memory: 2048"
+    )
+    copy = tmp_path / "miplib-nl.yaml"
+    copy.write_text(spec.replace("sizes: notes/", f"sizes: {SIZES.parent}/"), encoding="utf-8")
+    with pytest.raises(BenchmarkError) as caught:
+        load_benchmark(str(copy), data_dir=data_dir)
+    assert "unknown key 'scale.buckets.0.memory' (did you mean 'memory_mib'?)" in str(caught.value)

@@ -11,8 +11,10 @@ reference model in the sandbox) and its buckets. Each row then says, in ``Proble
   constraints (the measure of gurobipy's size-limited licence, 2,000 of each, and of the
   verification caps, :data:`trex_eval.linear_model.MAX_COLUMNS` and ``MAX_ROWS``); the last
   bucket, which has no ``below``, takes the rest and every unknown size;
-* ``memory_mib`` -- the memory a program of that bucket gets (:class:`SandboxLimits.memory_mib`),
-  which :meth:`~trex_eval.protocols.plan.EvaluationPlan.limits_for` applies to its job.
+* ``memory_mib`` and ``record_mib`` -- the memory a program of that bucket gets and the size of
+  its sample's record (whose half holds the captured matrix the harness re-solves), which
+  :meth:`~trex_eval.protocols.plan.EvaluationPlan.limits_for` applies to its job
+  (:class:`~trex_eval.records.SandboxLimits`).
 
 Pure apart from :func:`read_sizes`, which reads the one CSV.
 """
@@ -117,7 +119,11 @@ def bucket_of(size: ModelSize, buckets: tuple[SizeBucket, ...]) -> SizeBucket:
 def scale_meta(size: ModelSize, spec: ScaleSpec) -> dict[str, str]:
     """What a row says of its scale (module docstring), as ``Problem.meta`` entries."""
     bucket = bucket_of(size, spec.buckets)
-    meta = {"size_bucket": bucket.name, "memory_mib": str(bucket.memory_mib)}
+    meta = {
+        "size_bucket": bucket.name,
+        "memory_mib": str(bucket.memory_mib),
+        "record_mib": str(bucket.record_mib),
+    }
     if size.known:
         meta |= {"variables": str(size.variables), "constraints": str(size.constraints)}
         if size.nonzeros is not None:

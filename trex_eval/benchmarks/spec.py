@@ -188,12 +188,14 @@ class ByReferenceSpec(_Spec):
 class SizeBucket(_Spec):
     """One size bucket of a :class:`ScaleSpec`: instances whose reference model has fewer than
     ``below`` variables and fewer than ``below`` constraints (``None``: the last bucket, every
-    larger or unknown size) get ``memory_mib`` for their program
+    larger or unknown size) get ``memory_mib`` for their program and ``record_mib`` for their
+    sample's record, whose half holds the captured matrix the harness re-solves
     (:class:`~trex_eval.records.SandboxLimits`)."""
 
     name: str
     below: int | None = None
     memory_mib: int = 2048
+    record_mib: int = 16
 
 
 class ScaleSpec(_Spec):
@@ -263,6 +265,8 @@ def known_keys(section: Sequence[str]) -> tuple[str, ...]:
     section of the schema (an unknown key, or a free mapping such as ``source.folder_files``)."""
     model: type[BaseModel] = BenchmarkSpec
     for key in section:
+        if key.isdigit():  # an item of a list section (``scale.buckets.0``): the item's keys
+            continue
         field = model.model_fields.get(key)
         nested = _model_in(field.annotation) if field is not None else None
         if nested is None:

@@ -72,6 +72,9 @@ BUDGET_WALL_MARGIN_S``: it only ends a program that waits instead of computing, 
 budget decides. (The wall limit discounts time a job was starved of CPU, but only in part: a
 program that received 27.9 CPU s in 68 s on a loaded machine was charged 60 s of wall.)"""
 
+_BUCKET_LIMITS = ("memory_mib", "record_mib")
+"""The limits a row's size bucket states (``Problem.meta``; :mod:`trex_eval.benchmarks.scale`)."""
+
 _PASSING = frozenset({Verdict.CORRECT, Verdict.UNVERIFIED})
 """Verdicts a peer's harness would count as passed: no conversion fallback after them."""
 
@@ -155,13 +158,13 @@ class EvaluationPlan:
     def limits_for(self, problem: Problem) -> SandboxLimits:
         """The sandbox limits of ``problem``'s job: :attr:`limits` as the user gave them
         (``limits_given``), else :attr:`budgeted_limits` with the row's ``meta["memory_mib"]``
-        (its size bucket's, :mod:`trex_eval.benchmarks.scale`) as its memory."""
+        and ``meta["record_mib"]`` (its size bucket's, :mod:`trex_eval.benchmarks.scale`)."""
         if self.limits_given:
             return self.limits
-        memory = problem.meta.get("memory_mib", "")
-        if memory.isdigit():
-            return self.budgeted_limits.model_copy(update={"memory_mib": int(memory)})
-        return self.budgeted_limits
+        bucket = {
+            key: int(problem.meta[key]) for key in _BUCKET_LIMITS if problem.meta.get(key, "").isdigit()
+        }
+        return self.budgeted_limits.model_copy(update=bucket) if bucket else self.budgeted_limits
 
     @property
     def budgeted_limits(self) -> SandboxLimits:

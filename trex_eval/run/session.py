@@ -362,7 +362,7 @@ class Session:
                 ),
             )
         # Held to the record budget; a record that cannot be stored becomes a harness failure.
-        stored = self.store.append_sample(record, max_bytes=item.plan.limits.record_mib << 20)
+        stored = self.store.append_sample(record, max_bytes=item.plan.limits_for(problem).record_mib << 20)
         if self.kept is not None:
             self.kept[stored.key] = stored
         if stored.grade.verdict is Verdict.HARNESS_ERROR:
