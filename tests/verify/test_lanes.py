@@ -105,48 +105,6 @@ def test_a_tenants_first_re_solve_does_not_wait_for_another_tenants_long_ones() 
         lanes.close()
 
 
-def test_a_tenants_second_re_solve_waits_for_its_busy_process_instead_of_starting_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A run's re-solve that finds its one process busy with the run's other re-solve waits for
-    it (a start costs ~0.3 CPU s), and both get their verdicts from that one process."""
-    import threading
-
-    from test_budgets import market_split
-
-    from trex_eval.verify.views import model_view
-
-    monkeypatch.setattr(lanes_module, "PATIENCE_S", 600.0)  # the wait ends when the process is back
-    hard, tiny = model_view(market_split(3, 16)), model_view(market_split(2, 6))
-    lanes = VerifierLanes(size=3, reserve=1)
-    try:
-        lanes.warm()
-        order: list[str] = []
-        taken = threading.Event()
-        real_ask = lanes_module._Process.ask
-
-        def ask(process: lanes_module._Process, *args: object, **kwargs: float) -> dict[str, object]:
-            taken.set()
-            return real_ask(process, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(lanes_module._Process, "ask", ask)
-
-        def first() -> None:
-            lanes.resolve(hard, prefer_gurobi=False, budget_s=30.0)
-            order.append("hard")
-
-        thread = threading.Thread(target=first)
-        thread.start()
-        assert taken.wait(60)
-        verdict = lanes.resolve(tiny, prefer_gurobi=False, budget_s=10.0)
-        order.append("tiny")
-        thread.join(120)
-        assert verdict.objective is not None
-        assert lanes.started == 1 and order == ["hard", "tiny"]
-    finally:
-        lanes.close()
-
-
 def test_a_remembered_verdict_is_not_handed_to_an_asker_with_a_smaller_budget() -> None:
     """One sample's larger budget must not buy another sample a verdict its own budget would not."""
     from trex_eval.records import SolveStatus

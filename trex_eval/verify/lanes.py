@@ -3,8 +3,8 @@ re-solving one view at a time within a budget of its own CPU seconds, started on
 replaced when one is ended for running over a budget.
 
 Thread-safe: each call takes an idle process (starting one while fewer than ``size`` exist,
-after a short wait for a busy one where its tenant already holds one, else waiting for one), so
-at most ``size`` re-solves run at once whatever the number of calling threads.
+else waiting for one), so at most ``size`` re-solves run at once whatever the number of calling
+threads.
 
 **Budgets.** A re-solve's budget is in CPU seconds of its verifier process, which does nothing
 else: load from other work slows it down but does not use it up. CPU seconds still rise somewhat
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from ..errors import GradingError, SandboxError
-from ..fairness import DEADLINE, TENANT, FairGate
+from ..fairness import FairGate
 from ..records import LinearModel, SolveStatus
 from .base import OutOfTime, Resolve, Unsolvable
 from .views import ModelView
@@ -48,12 +48,6 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 """The folder holding the ``trex_eval`` package in use (a verifier process starts there)."""
 _ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "GRB_LICENSE_FILE", "GUROBI_HOME")
 _FRAME = 4
-PATIENCE_S = 5.0
-"""Wall seconds a tenant already holding a verifier process waits for a busy one before it
-starts another (see :class:`VerifierLanes`): longer than the slowest re-solve of the shipped
-benchmarks takes even on a loaded machine (BENCH4OPT_44/45's MILP: 0.9 CPU s, 2.9 s of wall at
-load 4.5 on 2 cores), short against the re-solves that need a process of their own (budgets of
-10-120 CPU s)."""
 
 
 def wall_backstop_s(budget_s: float) -> float:
@@ -274,27 +268,14 @@ class VerifierLanes:
     that hold none, so a request's first re-solve never waits for another request's long ones:
     budgets are CPU seconds, so running one more process than there are cores changes no verdict,
     it only shares the cores. Nothing starts before the first :meth:`resolve`,
-    :meth:`read_model`, :meth:`gurobi_available` or :meth:`warm`.
-
-    **Starting one more.** A request that finds every process busy while its own tenant holds
-    another of them (a run's second re-solve at once; never a newcomer, whom the reserve serves
-    at once) first waits for a process to be given back, at most :data:`PATIENCE_S` and never
-    past its deadline, and only then starts one. A start costs about 0.3 CPU s of imports,
-    more than most re-solves (milliseconds), and in a run a wait holds up only that sample's
-    grade while the sandbox goes on running programs; a process once started stays, so a
-    tenant's long re-solves still get a process each after one wait. A wait changes no verdict
-    (budgets are CPU seconds of the process that solves).
-    """
+    :meth:`read_model`, :meth:`gurobi_available` or :meth:`warm`."""
 
     def __init__(self, *, size: int | None = None, reserve: int = 1) -> None:
         cores = os.cpu_count() or 2
         self.size = max(1, size if size is not None else cores + reserve)
         self._gate = FairGate(self.size, name="verifier process", reserve=min(reserve, self.size - 1))
         self._lock = threading.Lock()
-        self._given_back = threading.Condition(self._lock)
         self._idle: list[_Process] = []
-        self._live = 0
-        """Processes started (or starting) and not yet ended."""
         self._closed = False
         self._gurobi: bool | None = None
         self.replaced = 0
@@ -352,8 +333,6 @@ class VerifierLanes:
         with self._lock:
             idle, self._idle = self._idle, []
             self._closed = True
-            self._live -= len(idle)
-            self._given_back.notify_all()
         for process in idle:
             process.close()
 
@@ -373,49 +352,25 @@ class VerifierLanes:
                 self._give_back(process)
 
     def _take(self) -> _Process:
-        """An idle process, one given back within the wait of the class docstring, or a new one
-        (the caller holds a slot of the gate, so at most ``size`` exist)."""
-        patient = self._patient()
+        """An idle process, or a new one (the caller holds a slot of the gate, so at most
+        ``size`` exist)."""
         with self._lock:
-            if patient and not self._idle and self._live and not self._closed:
-                self._given_back.wait_for(lambda: self._idle or self._closed, timeout=self._patience_s())
             if self._closed:
                 raise VerifierError("the verifier lanes are closed (the harness is shutting down)")
             if self._idle:
                 return self._idle.pop()
-            self._live += 1
-        try:
-            process = _Process.start()
-        except BaseException:
-            with self._lock:
-                self._live -= 1
-            raise
+        process = _Process.start()
         with self._lock:
             self.started += 1
         self._gurobi = process.gurobi
         return process
-
-    def _patient(self) -> bool:
-        """Whether the caller's tenant holds another slot besides the caller's own (it is no
-        newcomer, so it waits before a start)."""
-        held = self._gate.snapshot()["held"]
-        assert isinstance(held, dict)
-        return int(held.get(TENANT.get(), 0)) > 1
-
-    @staticmethod
-    def _patience_s() -> float:
-        """:data:`PATIENCE_S`, cut to what is left before the caller's deadline."""
-        due = DEADLINE.get()
-        return PATIENCE_S if due is None else max(0.0, min(PATIENCE_S, due - time.monotonic()))
 
     def _give_back(self, process: _Process) -> None:
         with self._lock:
             keep = process.alive() and not self._closed
             if keep:
                 self._idle.append(process)
-                self._given_back.notify()
             else:
-                self._live -= 1
                 self.replaced += int(not self._closed)
         if not keep:
             process.close()
