@@ -9,7 +9,7 @@ import sys
 
 from trex_eval.run import provenance
 from trex_eval.sandbox import DEFAULT_WARMABLE, launch
-from trex_eval.sandbox import pool as sandbox_pool
+from trex_eval.sandbox import libraries as sandbox_libraries
 from trex_eval.sandbox.runtime import hooks
 
 # The hand-written lists these replace, in the order that matters.
@@ -89,7 +89,7 @@ def test_hooks_are_found_in_binding_order() -> None:
 def test_derived_lists_equal_the_hand_written_ones() -> None:
     assert DEFAULT_WARMABLE == WARMABLE
     assert hooks.WARM_FIRST == {"pulp": ("ortools.linear_solver.pywraplp",)}
-    assert sandbox_pool._VERSIONED == VERSIONED
+    assert sandbox_libraries.VERSIONED == VERSIONED
     assert provenance.PACKAGES == PACKAGES
 
 
