@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,20 +76,23 @@ def read_sizes(path: Path) -> dict[str, ModelSize]:
         ConfigError: the file is missing, lacks a column, or holds a count that is not a
             non-negative integer (the message names the line and column).
     """
+    return _parsed(_read(path), path)
+
+
+def _read(path: Path) -> bytes:
     try:
-        handle = path.open(encoding="utf-8", newline="")
+        return path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read the sizes file: {exc.strerror}", where=str(path)) from None
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = [
-            f
-            for f in ("instance", "variables", "constraints", "nonzeros")
-            if f not in (reader.fieldnames or ())
-        ]
-        if missing:
-            raise ConfigError(f"the sizes file lacks the column(s) {', '.join(missing)}", where=str(path))
-        return {row["instance"]: _size(row, where=f"{path}:{reader.line_num}") for row in reader}
+
+
+def _parsed(data: bytes, path: Path) -> dict[str, ModelSize]:
+    reader = csv.DictReader(io.StringIO(data.decode("utf-8"), newline=""))
+    have = reader.fieldnames or ()
+    missing = [f for f in ("instance", "variables", "constraints", "nonzeros") if f not in have]
+    if missing:
+        raise ConfigError(f"the sizes file lacks the column(s) {', '.join(missing)}", where=str(path))
+    return {row["instance"]: _size(row, where=f"{path}:{reader.line_num}") for row in reader}
 
 
 def _size(row: dict[str, str], *, where: str) -> ModelSize:
@@ -142,8 +146,8 @@ def scaled(problems: list[Problem], spec: ScaleSpec, *, folder: Path) -> tuple[l
         ConfigError: the sizes file cannot be read (:func:`read_sizes`).
     """
     path = folder / spec.sizes
-    sizes = read_sizes(path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    data = _read(path)  # read once: parsed, and digested for the benchmark's digest
+    sizes, digest = _parsed(data, path), hashlib.sha256(data).hexdigest()
     return [
         p.model_copy(update={"meta": {**p.meta, **scale_meta(sizes.get(p.id, UNKNOWN), spec)}})
         for p in problems

@@ -16,7 +16,7 @@ from trex_eval.report.intervals import SMALL_N
 from trex_eval.report.leaderboard import Leaderboard, LeaderboardRow, build_leaderboard
 from trex_eval.report.outcomes import Outcome
 from trex_eval.report.published import PublishedScore
-from trex_eval.report.size_buckets import size_table
+from trex_eval.report.size_buckets import size_sections
 from trex_eval.report.summary import BenchmarkSummary, RunSummary, percent
 
 ENVIRONMENT_MARK = "†"
@@ -40,7 +40,7 @@ def render_leaderboard_markdown(board: Leaderboard, *, published: Sequence[Publi
             "",
         ]
         lines += repair_table(repaired)
-    sized = size_table(board)
+    sized = _size_tables(board)
     if sized:
         lines += ["", *sized]
     lines += ["", "## Runs", "", *_runs_table(board)]
@@ -439,6 +439,18 @@ def _delta(difference: float, low: float, high: float) -> str:
 
 def _p(value: float) -> str:
     return f"{value:.3g}"
+
+
+def _size_tables(board: Leaderboard) -> list[str]:
+    """ "By instance size": one table per benchmark with size buckets
+    (:func:`~trex_eval.report.size_buckets.size_sections`); empty when there is none."""
+    lines: list[str] = []
+    for section in size_sections(board):
+        lines += [f"### {section.title}", ""]
+        lines += [_row(["Model", *section.names]), _row(["---", *["---:"] * len(section.names)])]
+        lines += [_row([label, *cells]) for label, cells in section.rows]
+        lines.append("")
+    return ["## By instance size", "", *lines] if lines else []
 
 
 def _row(cells: Sequence[str]) -> str:

@@ -1,6 +1,7 @@
 """Scores cut by instance size (MIPLIB-NL, issue 49): pass@1 per size bucket of a benchmark whose
 rows name one (:mod:`trex_eval.benchmarks.scale`; the run's manifest records each problem's
-bucket, ``BenchmarkEntry.size_buckets``), and the tables that show them beside the leaderboard.
+bucket, ``BenchmarkEntry.size_buckets``), and the sections that show them beside the leaderboard
+(rendered by :mod:`.markdown` and :mod:`.html`).
 
 A bucket's pass@1 is the mean, over the bucket's selected problems with stored samples, of each
 problem's fraction of correct samples -- the benchmark's pass@1 restricted to the bucket. Each
@@ -70,17 +71,6 @@ def size_sections(board: Leaderboard) -> list[SizeSection]:
     return sections
 
 
-def size_table(board: Leaderboard) -> list[str]:
-    """Markdown of :func:`size_sections` under one heading; empty when there is none."""
-    lines: list[str] = []
-    for section in size_sections(board):
-        lines += [f"### {section.title}", ""]
-        lines += [_row(["Model", *section.names]), _row(["---", *["---:"] * len(section.names)])]
-        lines += [_row([label, *cells]) for label, cells in section.rows]
-        lines.append("")
-    return ["## By instance size", "", *lines] if lines else []
-
-
 def bucket_columns(prefix: str, cell: BenchmarkSummary | None) -> dict[str, object]:
     """The leaderboard CSV's bucket columns of one cell: ``<prefix>.size.<bucket>.pass@1_pct`` and
     ``.n`` for each bucket (none for a benchmark without buckets)."""
@@ -102,7 +92,3 @@ def _bucket_cells(cell: BenchmarkSummary, names: Sequence[str]) -> list[str]:
         else:
             out.append(f"{bucket.pass_at_1 * 100:.2f} (n={bucket.problems})")
     return out
-
-
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
