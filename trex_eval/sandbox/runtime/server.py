@@ -16,7 +16,10 @@ a fresh ``/tmp`` (holding the job's ``/proc`` where ``/proc`` leads there) and `
 (:mod:`.jobfs`), writes the job's files, sends the waiting job its order, watches it
 (:mod:`.supervise`), collects its output, result channel and model files, has the next job
 forked, and detaches what the job wrote once the reply is sent (a worker that could not undo a
-job's traces answers the next request ``not_run`` and stops).
+job's traces answers the next request ``not_run`` and stops). Where the job's program made a
+library due for warming, the zygote imports it after that detach and before the next job is
+forked, and the next request waits for it: an import must never overlap the mounting of a job's
+``/tmp`` (:meth:`Server.warm`).
 
 Start-up checks live in ``confinement``, the job's file systems in ``jobfs`` and ``workdir``,
 the watching in ``supervise``, the process table in ``processes`` and warming in ``warming``.
@@ -138,7 +141,6 @@ def _ready_message(
 
 def _serve(server: Server, proto_in: int, proto_out: int) -> int:
     """Answer job requests, one reply each, until stdin closes or the worker must stop."""
-    demand = Demand(server.config)
     problems: list[str] = []
     while True:
         try:
@@ -161,11 +163,9 @@ def _serve(server: Server, proto_in: int, proto_out: int) -> int:
         del reply
         # After the reply: the harness reads it meanwhile.
         problems = server.files.close()
-        # After the reply, so the import's cost is off this job's path.
-        wanted = demand.after_job(str(request.get("code", "")), real_gurobipy=request.get("gurobi") == "real")
-        if wanted:
+        if server.warm_due:
             try:
-                server.zygote.warm(wanted)
+                server.warm()
             except ZygoteGone:
                 return 0
 
@@ -190,6 +190,9 @@ class Server:
         self.share_cpus = cores / max(1, config.lanes)
         self.retire: str | None = None
         """Set when the zygote is gone: why (the worker then stops after the reply)."""
+        self.demand = Demand(config)
+        self.warm_due: list[str] = []
+        """Libraries the zygote is to import once this job's files are detached (:meth:`warm`)."""
 
     def answer(self, request: dict[str, Any]) -> JobReply:
         """The reply to one request: its job's, else why the job was lost or could not run;
@@ -207,6 +210,9 @@ class Server:
     def run_job(self, request: dict[str, Any]) -> JobReply:
         """Run one job; its reply (output, channel and model files are sent raw beside it)."""
         limits = request["limits"]
+        self.warm_due = self.demand.after_job(
+            str(request.get("code", "")), real_gurobipy=request.get("gurobi") == "real"
+        )
         self.files.open()
         workdir_files.prepare(request, self.files.workdir, self.files.tmpdir, self.confinement.job_uid)
         order = self._order(request)
@@ -222,6 +228,19 @@ class Server:
             for fd in (job.stdout_fd, job.stderr_fd):
                 os.close(fd)
             channel.close()
+
+    def warm(self) -> None:
+        """Have the zygote import :attr:`warm_due`, then fork the next job (which then starts
+        with them). Only between jobs, with this job's files detached: the zygote shares this
+        process's mounts, and must not read a folder while a job's ``/tmp`` is mounted over it
+        (:meth:`.Zygote.warm`). Raises ZygoteGone."""
+        wanted, self.warm_due = self.warm_due, []
+        self.zygote.warm(wanted)
+        self._fork_ahead()
+
+    def _fork_ahead(self) -> None:
+        randomise_pid_counter(self.confinement)
+        self.zygote.fork_ahead()
 
     def _order(self, request: dict[str, Any]) -> JobOrder:
         """What the job forked ahead is sent: its limits as the job applies them to itself."""
@@ -299,9 +318,9 @@ class Server:
         if not sweep:
             # Late, so that the zygote has reaped the job meanwhile instead of being waited for.
             status, usage = self.zygote.reaped()
-        # The next job is forked now, while this one's reply travels.
-        randomise_pid_counter(self.confinement)
-        self.zygote.fork_ahead()
+        if not self.warm_due:
+            # The next job is forked now, while this one's reply travels.
+            self._fork_ahead()
         return JobReply(
             id=_request_id(request),
             exit_code=os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,

@@ -130,12 +130,17 @@ class Zygote:
         return status, usage
 
     def warm(self, modules: list[str]) -> None:
-        """Have the zygote import ``modules`` (warmable names only; its answer is read with the
-        next message, see :attr:`warm_failed`)."""
+        """Have the zygote import ``modules`` (warmable names only), and wait until it has: those
+        that failed are added to :attr:`warm_failed`. Call it with no job forked ahead (the
+        zygote answers orders in turn) and the worker's own ``/tmp`` in place: the zygote shares
+        the worker's mounts, and an import that reads a package's folder while a job's ``/tmp``
+        is being mounted over it finds it empty, and keeps that listing for every later fork
+        (import's directory cache: ``No module named 'gurobipy._batch'`` in every later job)."""
         try:
             self.sock.sendall(json.dumps({"op": "warm", "modules": modules}).encode())
         except OSError as error:
             raise ZygoteGone(f"the zygote stopped answering: {error}") from None
+        self._next(WARMED)
 
     def _next(self, tag: bytes, *, descriptors: int = 0) -> tuple[bytes, list[int]]:
         """The body of the next message tagged ``tag`` (warm answers met on the way are noted)."""
@@ -150,7 +155,8 @@ class Zygote:
                 raise ZygoteGone("the zygote exited")
             if data[:1] == WARMED:
                 self.warm_failed += [str(name) for name in json.loads(data[1:]).get("failed", [])]
-                continue
+                if tag != WARMED:
+                    continue
             if data[:1] != tag:
                 for fd in fds:
                     os.close(fd)
