@@ -47,6 +47,12 @@ QCONSTR_SOLUTION = frozenset({"QCPi", "QCSlack"})
 
 GENCONSTR_STORED: dict[str, object] = {"GenConstrName": "", "GenConstrType": 0}
 
+#: Per-object attributes read from the last ``computeIIS`` (0 or 1).
+IIS_BY_KIND: dict[str, frozenset[str]] = {
+    "Var": frozenset({"IISLB", "IISUB"}),
+    "Constr": frozenset({"IISConstr"}),
+}
+
 #: Attribute changes that alter the model (and so discard a solution at the next update).
 MODIFYING = frozenset(
     {"LB", "UB", "Obj", "VType", "Sense", "RHS", "QCSense", "QCRHS", "ModelSense", "ObjCon"}
@@ -93,6 +99,7 @@ MODEL_SUPPORTED = frozenset(
         "ObjNAbsTol",
         "ObjNRelTol",
         "ObjNCon",
+        "IISMinimal",
     }
 )
 MODEL_WRITABLE = frozenset({"ModelSense", "ObjCon", "ModelName", "NumScenarios"})

@@ -17,6 +17,7 @@ in :mod:`._callback`, attribute access in :mod:`._model_attrs`, file output in
 from __future__ import annotations
 
 import sys
+import time
 from types import TracebackType
 from typing import Any
 
@@ -28,6 +29,7 @@ from ._env import Env, default_env, param_info
 from ._errors import CompatNotImplementedError, GurobiError, no_attribute
 from ._expr import LinExpr, QuadExpr, Var, as_number
 from ._facts import CLASS_NAMES
+from ._iis import compute_iis
 from ._matrix import MatrixBase, single_expression
 from ._model_attrs import ModelAttributes
 from ._model_constrs import ConstraintMethods
@@ -38,6 +40,7 @@ from ._optimize import run_optimize
 from ._params import ParamsProxy, ParamValue, announce
 from ._state import (
     ModelState,
+    build_snapshot,
     check_name,
     float_prop,
     merged_quad,
@@ -177,6 +180,7 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
         state = self._gpc
         state.status = G.LOADED
         state.outcome = None
+        state.iis = None
         for var in state.vars:
             object.__setattr__(var, "_solution", None)
 
@@ -282,9 +286,12 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
         if callback is not None and not callable(callback):
             raise TypeError("callback must be callable")
         self.update()
-        self._discard_solution()
-        sys.stdout.flush()
         state = self._gpc
+        # An unchanged model keeps its IIS through a solve, as in gurobipy (a change drops it).
+        iis = state.iis
+        self._discard_solution()
+        state.iis = iis
+        sys.stdout.flush()
         outcome = run_optimize(self, state, callback)
         state.outcome = outcome
         state.status = outcome.status
@@ -292,11 +299,34 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
             for var, value in zip(state.vars, outcome.x, strict=True):
                 object.__setattr__(var, "_solution", value)
 
+    def computeIIS(self) -> None:
+        """Find an irreducible inconsistent subsystem with HiGHS (:mod:`._iis`); afterwards
+        ``IISConstr``, ``IISLB``, ``IISUB`` and ``IISMinimal`` read it, ``write("*.ilp")``
+        writes it, and the status is ``INFEASIBLE`` (where ``TimeLimit`` passed before the model
+        was proven infeasible there is none, as in gurobipy). Raises ``GurobiError`` 10015 on a feasible
+        model, ``NeedsGurobiError`` on one with quadratic, SOS, general or semi-continuous
+        parts."""
+        self.update()
+        state = self._gpc
+        logging = state.params.logging_on()
+        if logging:
+            print("Computing Irreducible Inconsistent Subsystem (IIS)...", flush=True)
+        started = time.perf_counter()
+        iis = compute_iis(build_snapshot(state), state.params)
+        if iis is None:
+            return
+        state.iis = iis
+        state.status = G.INFEASIBLE
+        if logging:
+            bounds = len(iis.lower) + len(iis.upper)
+            print(f"\nIIS computed: {len(iis.rows)} constraints, {bounds} bounds")
+            print(f"IIS runtime: {time.perf_counter() - started:.2f} seconds", flush=True)
+
     # ------------------------------------------------------------------ misc
     def write(self, filename: str) -> None:
-        """Write the model (``.lp``, ``.mps``: Gurobi's exact text), its solution (``.sol``,
-        ``.mst``) or its parameters (``.prm``); ``.gz``/``.bz2`` compress. Other formats raise
-        ``CompatNotImplementedError``."""
+        """Write the model (``.lp``, ``.mps``: Gurobi's exact text), its IIS (``.ilp``), its
+        solution (``.sol``, ``.mst``) or its parameters (``.prm``); ``.gz``/``.bz2`` compress.
+        Other formats raise ``CompatNotImplementedError``."""
         self.update()
         write_file(self._gpc, filename)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import _grb as G
 from ._attrs import (
+    IIS_BY_KIND,
     MODEL_SUPPORTED,
     MODEL_WRITABLE,
     MODIFYING,
@@ -143,6 +144,10 @@ class ModelAttributes:
             return multi_attr(state, canonical)
         if canonical in ("PoolObjVal", "PoolObjBound"):
             return _pool_attr(state, canonical, is_mip)
+        if canonical == "IISMinimal":
+            if state.iis is None:
+                raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
+            return int(state.iis.minimal)
         if outcome is None:
             raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
         solution: dict[str, object] = {
@@ -212,7 +217,16 @@ class ModelAttributes:
             return self._solution_value(obj, "X")
         if canonical in SOLUTION_BY_KIND[kind]:
             return self._solution_value(obj, canonical)
+        if canonical in IIS_BY_KIND.get(kind, ()):
+            return self._iis_member(obj, canonical)
         raise CompatNotImplementedError(f"attribute {kind}.{canonical}")
+
+    def _iis_member(self, obj: Var | ModelObject, canonical: str) -> int:
+        iis = self._gpc.iis
+        if iis is None:
+            raise AttributeError(f"Unable to retrieve attribute '{canonical}'")
+        members = {"IISConstr": iis.rows, "IISLB": iis.lower, "IISUB": iis.upper}[canonical]
+        return int(obj._index in members)
 
     def _solution_value(self, obj: Var | ModelObject, canonical: str) -> float:
         outcome = self._gpc.outcome
@@ -236,7 +250,8 @@ class ModelAttributes:
         if canonical in SCENARIO_ATTRS:
             raise _scenarios_refused(f"setting attribute {kind}.{canonical}")
         stored = STORED_BY_KIND[kind]
-        if canonical in SOLUTION_BY_KIND[kind] or canonical in READ_ONLY:
+        computed = SOLUTION_BY_KIND[kind] | IIS_BY_KIND.get(kind, frozenset())
+        if canonical in computed or canonical in READ_ONLY:
             raise AttributeError(f"Attribute '{canonical}' cannot be set")
         if canonical not in stored:
             raise CompatNotImplementedError(f"setting attribute {kind}.{canonical}")

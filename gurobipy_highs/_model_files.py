@@ -1,4 +1,5 @@
-"""``Model.write``: the model (LP, MPS), its solution (SOL, MST) or its parameters (PRM)."""
+"""``Model.write``: the model (LP, MPS), its IIS (ILP), its solution (SOL, MST) or its
+parameters (PRM)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import gzip
 from collections.abc import Callable
 
 from ._errors import CompatNotImplementedError, GurobiError
+from ._iis import iis_snapshot
 from ._lp_writer import write_lp
 from ._mps_writer import write_mps
 from ._numfmt import gurobi_number
@@ -16,15 +18,17 @@ _COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {".gz": gzip.compress, ".bz2
 
 
 def write_file(state: ModelState, filename: str) -> None:
-    """Write the model (``.lp``, ``.mps``), its solution (``.sol``, ``.mst``) or its
-    parameters (``.prm``); ``.gz``/``.bz2`` compress. Other formats raise
-    ``CompatNotImplementedError``. The model must be up to date (``Model.write`` updates it)."""
+    """Write the model (``.lp``, ``.mps``), its IIS (``.ilp``, after ``computeIIS``), its
+    solution (``.sol``, ``.mst``) or its parameters (``.prm``); ``.gz``/``.bz2`` compress.
+    Other formats raise ``CompatNotImplementedError``. The model must be up to date
+    (``Model.write`` updates it)."""
     path = str(filename)
     compression = next((suffix for suffix in _COMPRESSORS if path.endswith(suffix)), "")
     base = path[: len(path) - len(compression)]
     extension = base.rsplit(".", 1)[-1].lower() if "." in base else ""
     writers: dict[str, Callable[[ModelState], str]] = {
         "lp": lambda s: write_lp(build_snapshot(s)),
+        "ilp": _iis_text,
         "mps": lambda s: write_mps(build_snapshot(s)),
         "sol": _solution_text,
         "mst": _start_text,
@@ -35,6 +39,13 @@ def write_file(state: ModelState, filename: str) -> None:
     data = writers[extension](state).encode("utf-8")
     with open(path, "wb") as handle:
         handle.write(_COMPRESSORS[compression](data) if compression else data)
+
+
+def _iis_text(state: ModelState) -> str:
+    """The IIS of the last ``computeIIS`` in LP format (Gurobi's ``.ilp``)."""
+    if state.iis is None:
+        raise GurobiError(10005, "No IIS available for current model")
+    return write_lp(iis_snapshot(build_snapshot(state), state.iis))
 
 
 def _solution_text(state: ModelState) -> str:

@@ -24,6 +24,7 @@ from ._snapshot import GeneralRow, LinearRow, QuadRow, Snapshot, SOSSet
 
 if TYPE_CHECKING:
     from ._callback import CallbackContext
+    from ._iis import Iis
 
 MAX_NAME = 255
 #: Variable bounds of this magnitude or more are infinite (as Gurobi stores them).
@@ -59,6 +60,9 @@ class ModelState:
         self.callback: CallbackContext | None = None
         self.status = G.LOADED
         self.outcome: SolveOutcome | None = None
+        #: The IIS of the last ``computeIIS`` (``None`` until then, and again once the model
+        #: changes or is solved).
+        self.iis: Iis | None = None
         self.disposed = False
 
 

@@ -57,6 +57,7 @@ _SUPPORTED_ATTRIBUTES = (
     | _attrs.CONSTR_SOLUTION
     | set(_attrs.QCONSTR_STORED)
     | set(_attrs.GENCONSTR_STORED)
+    | {name for names in _attrs.IIS_BY_KIND.values() for name in names}
 )
 
 

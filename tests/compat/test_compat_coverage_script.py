@@ -24,7 +24,7 @@ m.setObjective(x.sum(), GRB.MAXIMIZE)
 m.optimize()
 if m.status == GRB.Status.OPTIMAL:
     print(m.ObjVal, [v.x for v in m.getVars()], m.getAttr(GRB.Attr.X, x))
-m.computeIIS()
+m.feasRelaxS(0, False, False, True)
 """
 
 
@@ -46,7 +46,7 @@ def test_scan_counts_every_kind_of_name(coverage: ModuleType) -> None:
     assert usage.counts["module"] == {"GRB": 1, "quicksum": 1, "Model": 1}
     assert usage.counts["method"] == {
         "addVars": 1, "setParam": 1, "addConstr": 1, "setObjective": 1, "sum": 1,
-        "optimize": 1, "getVars": 1, "getAttr": 1, "computeIIS": 1,
+        "optimize": 1, "getVars": 1, "getAttr": 1, "feasRelaxS": 1,
     }  # fmt: skip
     assert usage.counts["attribute"] == {"Status": 1, "ObjVal": 1, "X": 2}
     assert usage.counts["parameter"] == {"TimeLimit": 1, "Cutoff": 1}
@@ -55,12 +55,14 @@ def test_scan_counts_every_kind_of_name(coverage: ModuleType) -> None:
 
 def test_support_verdicts(coverage: ModuleType) -> None:
     assert coverage.support("method", "addVars") == "yes"
-    assert coverage.support("method", "computeIIS") == "NotImplementedError"
+    assert coverage.support("method", "feasRelaxS") == "NotImplementedError"
+    assert coverage.support("method", "computeIIS") == "yes"
     assert coverage.support("module", "quicksum") == "yes"
     assert coverage.support("module", "MVar") == "yes"
     assert coverage.support("module", "NLExpr") == "NotImplementedError"
     assert coverage.support("attribute", "ObjVal") == "yes"
-    assert coverage.support("attribute", "IISConstr") == "NotImplementedError"
+    assert coverage.support("attribute", "IISConstr") == "yes"
+    assert coverage.support("attribute", "IISSOS") == "NotImplementedError"
     assert coverage.support("parameter", "TimeLimit") == "yes (HiGHS `time_limit`)"
     assert coverage.support("parameter", "Cutoff").startswith("yes (an optimum worse than the cutoff")
     assert coverage.support("method", "getAttr") == "yes"  # a method of a Model mixin
@@ -78,7 +80,7 @@ def test_stored_run_programs_are_read_from_samples_jsonl(coverage: ModuleType, t
 def test_report_and_doc_section(coverage: ModuleType, tmp_path: Path) -> None:
     usage = coverage.scan(iter([("p1", PROGRAM)]))
     text = coverage.report(usage, ["test"])
-    assert "| `computeIIS` | 1 | 1 | NotImplementedError |" in text
+    assert "| `feasRelaxS` | 1 | 1 | NotImplementedError |" in text
     assert text.rstrip().endswith("Programs using only supported names: 0 of 1.")
     doc = tmp_path / "doc.md"
     doc.write_text(f"intro\n{coverage.BEGIN}\nold\n{coverage.END}\noutro\n")

@@ -70,6 +70,11 @@ def test_the_rule_names_its_budgets_and_refuses_bad_ones(bench: Benchmark) -> No
     assert plan_for(bench).rule.spec == "budgeted@1:cpu=600,verify=120"  # the benchmark's YAML
     assert plan_for(bench, rule="budgeted:60,verify=30").verification_budget_s == 30.0
     assert plan_for(bench, rule="strict").verification_budget_s is None  # verify's own default
+    # Under a protocol's conventions the rule is wrapped, and its budgets still decide.
+    wrapped = plan_for(bench, rule="budgeted:60,verify=30", protocol="default+after-solve")
+    assert type(wrapped.rule).__name__ == "ConventionRule"
+    assert (wrapped.program_budget_s, wrapped.verification_budget_s) == (60.0, 30.0)
+    assert wrapped.budgeted_limits.cpu_s == 60.0
     for bad in ("budgeted:0", "budgeted:verify=-1", "budgeted:gap=1", "budgeted@2"):
         with pytest.raises(ConfigError):
             get_rule(bad)
@@ -182,7 +187,7 @@ def test_judged_hands_verify_the_rules_budget() -> None:
     """Without a re-solve to run, judged returns the first grade: the budget is only passed on."""
     rule = BudgetedRule(verify_cpu_s=7.0)
     done = Execution(status=ExecStatus.OK, solves=(_solve(SolveStatus.OPTIMAL, FLUGPL, "match"),), cpu_s=1.0)
-    _, grade = judged(lambda e: rule.grade(e, REFERENCE), done, budget_s=rule.verification_budget_s)
+    _, grade = judged(lambda e: rule.grade(e, REFERENCE), done, budget_s=rule.budgets().verify_cpu_s)
     assert grade.verdict is Verdict.CORRECT
 
 

@@ -24,7 +24,13 @@ from trex_eval.grading import ObjectiveRule, Rule, StructureRule, rule_for
 from trex_eval.grading.diagnosis import NOT_DIAGNOSED, DiagnosisBudget, diagnose
 from trex_eval.grading.diagnosis.failures import failure_diagnosis
 from trex_eval.grading.diagnosis.structure import failed_check, structure_diagnosis
-from trex_eval.grading.objective.base import Conversion, ConvertingRule, failure_verdict
+from trex_eval.grading.objective.base import (
+    BudgetingRule,
+    Conversion,
+    ConvertingRule,
+    RuleBudgets,
+    failure_verdict,
+)
 from trex_eval.grading.objective.sign import stated_sense
 from trex_eval.protocols import Protocol, get_protocol, protocol_names
 from trex_eval.records import (
@@ -180,18 +186,24 @@ class EvaluationPlan:
         return self.limits.model_copy(update={"cpu_s": budget, "wall_s": max(self.limits.wall_s, wall)})
 
     @property
+    def rule_budgets(self) -> RuleBudgets | None:
+        """The budgets the rule declares (``budgeted``'s, also under a protocol's conventions),
+        else None."""
+        return self.rule.budgets() if isinstance(self.rule, BudgetingRule) else None
+
+    @property
     def program_budget_s(self) -> float | None:
         """CPU seconds a program gets where the rule states them (``budgeted``'s ``cpu``), else
         ``None`` (the limits decide alone)."""
-        budget = getattr(self.rule, "program_cpu_s", None)
-        return float(budget) if isinstance(budget, (int, float)) else None
+        budgets = self.rule_budgets
+        return None if budgets is None else budgets.program_cpu_s
 
     @property
     def verification_budget_s(self) -> float | None:
         """CPU seconds of a re-solve where the rule states them (``budgeted``'s ``verify``), else
         ``None``: :func:`trex_eval.verify.verification_budget`, grown from the program's CPU time."""
-        budget = getattr(self.rule, "verification_budget_s", None)
-        return float(budget) if isinstance(budget, (int, float)) else None
+        budgets = self.rule_budgets
+        return None if budgets is None else budgets.verify_cpu_s
 
     def diagnosed(
         self,

@@ -29,9 +29,11 @@ __all__ = [
     "AGREEMENT_RTOL",
     "FINISHED",
     "NO_FINITE_OPTIMUM",
+    "BudgetingRule",
     "Conversion",
     "ConvertingRule",
     "ObjectiveRule",
+    "RuleBudgets",
     "check_reference",
     "failure_detail",
     "failure_verdict",
@@ -95,6 +97,27 @@ class ConvertingRule(Protocol):
 
     def conversions(self, code: str) -> tuple[Conversion, ...]:
         """The rewritten programs to try for ``code``, in order (empty: no fallback)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RuleBudgets:
+    """The CPU seconds a rule gives each program (``program_cpu_s``) and the harness's re-solve
+    of its claim (``verify_cpu_s``)."""
+
+    program_cpu_s: float
+    verify_cpu_s: float
+
+
+@runtime_checkable
+class BudgetingRule(Protocol):
+    """An objective rule that states budgets (``budgeted``): the plan stops a program at its
+    budget (:attr:`trex_eval.protocols.plan.EvaluationPlan.budgeted_limits`) and hands the
+    re-solve its own. A rule that wraps another (a protocol's conventions) declares the inner
+    rule's; :meth:`budgets` is None where it has none to declare."""
+
+    def budgets(self) -> RuleBudgets | None:
+        """This rule's budgets, or None (the limits and verify's default decide)."""
         ...
 
 

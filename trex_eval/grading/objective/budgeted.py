@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from trex_eval.errors import ConfigError
-from trex_eval.grading.objective.base import check_reference, fmt
+from trex_eval.grading.objective.base import RuleBudgets, check_reference, fmt
 from trex_eval.grading.objective.tolerance import ToleranceRule
 from trex_eval.grading.spec import RuleSpec, rule_spec
 from trex_eval.records import (
@@ -97,10 +97,9 @@ class BudgetedRule:
     def spec(self) -> str:
         return rule_spec(self.name, self.version, f"cpu={self.program_cpu_s:g},verify={self.verify_cpu_s:g}")
 
-    @property
-    def verification_budget_s(self) -> float:
-        """CPU seconds of the harness's re-solve under this rule (what the judge hands verify)."""
-        return self.verify_cpu_s
+    def budgets(self) -> RuleBudgets:
+        """The rule's budgets (see ``BudgetingRule``)."""
+        return RuleBudgets(program_cpu_s=self.program_cpu_s, verify_cpu_s=self.verify_cpu_s)
 
     @property
     def description(self) -> str:

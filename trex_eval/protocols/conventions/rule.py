@@ -30,8 +30,10 @@ from typing import ClassVar
 
 from trex_eval.grading.objective.base import (
     FINISHED,
+    BudgetingRule,
     ConvertingRule,
     ObjectiveRule,
+    RuleBudgets,
     failure_detail,
     fmt,
     harness_objective,
@@ -102,6 +104,10 @@ class ConventionRule:
                 f"{NO_BEST.name}@{NO_BEST.version}: '{NO_BEST_SOLUTION}' matched by a model never solved"
             )
         return f"{self.inner.description}; conventions: {'; '.join(added)}"
+
+    def budgets(self) -> RuleBudgets | None:
+        """The inner rule's budgets, where it states them (see ``BudgetingRule``)."""
+        return self.inner.budgets() if isinstance(self.inner, BudgetingRule) else None
 
     def conversions(self, code: str) -> tuple[Conversion, ...]:
         """The inner rule's conversion fallback, where it has one (see ``ConvertingRule``)."""

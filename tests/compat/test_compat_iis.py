@@ -1,0 +1,224 @@
+"""``Model.computeIIS`` in the gurobipy_highs layer against real gurobipy 13.0.3.
+
+An infeasible model may have several IISs, and Gurobi's choice among them is its own, so random
+models are checked by what makes a set an IIS, with real gurobipy as the judge: the set is
+infeasible, and removing any one member makes it feasible. Small models whose IIS is unique
+must give Gurobi's IIS, its attributes, its errors and its ``.ilp`` file to the byte.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from types import ModuleType
+from typing import Any
+
+import pytest
+from api_snippets import HEADER
+from compat_runner import ProgramJob, run_programs
+
+import gurobipy_highs
+
+pytestmark = pytest.mark.timeout(600)
+
+_LICENCE_LINE = re.compile(r"^Restricted license.*\n", re.MULTILINE)
+
+CASES = {
+    "feasible": """
+m = gp.Model("feas")
+x = m.addVar(ub=3, name="x"); m.addConstr(x >= 1, name="c0"); m.setObjective(x)
+m.update()
+try:
+    print(m.getConstrs()[0].IISConstr)
+except Exception as e:
+    print("before:", type(e).__name__, repr(str(e)))
+try:
+    m.write("before.ilp")
+except gp.GurobiError as e:
+    print("write before:", e.errno, str(e))
+try:
+    m.computeIIS()
+except gp.GurobiError as e:
+    print("feasible:", e.errno, str(e))
+""",
+    "unbounded": """
+m = gp.Model("unb")
+x = m.addVar(name="x"); m.setObjective(x, GRB.MAXIMIZE)
+try:
+    m.computeIIS()
+except gp.GurobiError as e:
+    print("unbounded:", e.errno, str(e))
+""",
+    "lp_bounds": """
+m = gp.Model("lbcase")
+x = m.addVar(lb=2, ub=5, name="x"); y = m.addVar(lb=0.5, name="y"); w = m.addVar(lb=-3, ub=0.2, name="w")
+m.addConstr(x + y - w <= 1, name="c"); m.addConstr(x + w >= -100, name="loose")
+print("status", m.Status)
+m.computeIIS()
+print("status", m.Status, "minimal", m.IISMinimal)
+print(m.getAttr("IISConstr", m.getConstrs()), m.getAttr("IISLB", m.getVars()))
+print(m.getAttr("IISUB", m.getVars()))
+m.write("model.ilp")
+m.addConstr(x <= 100, name="new"); m.update()
+try:
+    print(m.getConstrs()[0].IISConstr)
+except Exception as e:
+    print("after a change:", type(e).__name__, repr(str(e)))
+""",
+    "mip_integrality": """
+m = gp.Model("int")
+x = m.addVar(vtype=GRB.INTEGER, name="x", ub=10); m.addConstr(2 * x == 7, name="odd")
+m.addConstr(x <= 8, name="c1")
+m.optimize()
+print("status", m.Status)
+m.computeIIS()
+print([c.IISConstr for c in m.getConstrs()], [(v.IISLB, v.IISUB) for v in m.getVars()], m.IISMinimal)
+m.write("model.ilp")
+m.optimize()
+m.Params.MIPGap = 0.5
+print("kept through a solve and a parameter:", m.IISMinimal, m.getConstrs()[0].IISConstr)
+m.reset()
+try:
+    print(m.IISMinimal)
+except Exception as e:
+    print("after reset:", type(e).__name__, repr(str(e)))
+m.computeIIS()
+x.Obj = 3
+m.update()
+try:
+    print(x.IISUB)
+except Exception as e:
+    print("after a new objective:", type(e).__name__, repr(str(e)))
+""",
+    "time_limit": """
+m = gp.Model("tl")
+x = m.addVars(30, vtype=GRB.INTEGER, name="x", ub=10)
+for i in range(29):
+    m.addConstr(2 * x[i] + 2 * x[i + 1] == 7, name=f"odd{i}")
+m.Params.TimeLimit = 0
+m.computeIIS()
+try:
+    print(m.IISMinimal)
+except Exception as e:
+    print("no time:", m.Status, type(e).__name__, repr(str(e)))
+m.Params.TimeLimit = 5
+m.computeIIS()
+print(m.Status, m.IISMinimal, sum(c.IISConstr for c in m.getConstrs()))
+""",
+    "binaries": """
+m = gp.Model("bin")
+b = m.addVars(3, vtype=GRB.BINARY, name="b")
+m.addConstr(b.sum() >= 4, name="tooMany"); m.addConstr(b[0] + b[1] <= 1, name="pair")
+m.computeIIS()
+print([(v.VarName, v.IISLB, v.IISUB) for v in m.getVars()])
+print([(c.ConstrName, c.IISConstr) for c in m.getConstrs()])
+m.write("model.ilp")
+""",
+    "maximize_integer": """
+m = gp.Model("inf")
+x = m.addVar(lb=0, ub=10, vtype=GRB.INTEGER, name="x"); y = m.addVar(lb=-5, ub=4, name="y")
+z = m.addVar(name="z", vtype=GRB.BINARY)
+m.addConstr(x + y >= 20, name="c0"); m.addConstr(x - y <= 3, name="c1"); m.addConstr(z + x <= 100, name="c2")
+m.setObjective(x + y, GRB.MAXIMIZE)
+m.computeIIS()
+for c in m.getConstrs():
+    print(c.ConstrName, c.IISConstr)
+for v in m.getVars():
+    print(v.VarName, v.IISLB, v.IISUB)
+m.write("model.ilp")
+""",
+}
+
+
+def test_small_models_give_gurobis_iis_errors_and_ilp_file(real_gurobipy: ModuleType) -> None:
+    jobs = [ProgramJob(key=name, code=HEADER + body) for name, body in CASES.items()]
+    real = run_programs(jobs, flavour="real")
+    layer = run_programs(jobs, flavour="highs")
+    for job in jobs:
+        assert real[job.key].error_type is None, (job.key, real[job.key].error)
+        assert layer[job.key].error_type is None, (job.key, layer[job.key].error)
+        assert layer[job.key].stdout == _LICENCE_LINE.sub("", real[job.key].stdout), job.key
+        assert layer[job.key].written == real[job.key].written, job.key
+
+
+def _random_model(gp: Any, seed: int, *, integer: bool) -> Any:
+    """A random model of 6-14 variables and 5-14 rows, infeasible more often than not: each row
+    is drawn around a random point, and some are then pushed past it."""
+    rng = random.Random(seed)
+    model = gp.Model(f"r{seed}")
+    model.Params.OutputFlag = 0
+    n = rng.randint(6, 14)
+    point = [rng.randint(-5, 5) for _ in range(n)]
+    variables = []
+    for j in range(n):
+        lb = point[j] - rng.choice((0, 1, 3, math.inf))
+        ub = point[j] + rng.choice((0, 2, 4, math.inf))
+        vtype = rng.choice("CIB") if integer else "C"
+        if vtype == "B":
+            lb, ub = 0, 1
+        variables.append(
+            model.addVar(lb=-gp.GRB.INFINITY if lb == -math.inf else lb, ub=ub, vtype=vtype, name=f"x{j}")
+        )
+    for i in range(rng.randint(5, 14)):
+        cols = rng.sample(range(n), rng.randint(1, min(4, n)))
+        coefs = [rng.choice((1, -1, 2, -3, 5)) for _ in cols]
+        activity = sum(c * point[j] for c, j in zip(coefs, cols, strict=True))
+        expr = gp.quicksum(c * variables[j] for c, j in zip(coefs, cols, strict=True))
+        shift = rng.choice((0, 0, 1, 3, -2)) + (0.5 if integer and rng.random() < 0.2 else 0)
+        sense = rng.choice("<>=")
+        rhs = activity - shift if sense == "<" else activity + shift
+        model.addConstr(
+            gp.LinExpr(expr) <= rhs if sense == "<" else (expr >= rhs if sense == ">" else expr == rhs),
+            name=f"c{i}",
+        )
+    model.update()
+    return model
+
+
+def _subsystem_is_feasible(gp: Any, seed: int, integer: bool, members: set[tuple[str, int]]) -> bool:
+    """Whether the part of model ``seed`` made of ``members`` (rows and bounds; the rest removed
+    or made infinite, binaries keeping their type) is feasible, by real gurobipy."""
+    model = _random_model(gp, seed, integer=integer)
+    model.setObjective(0)
+    for i, constr in enumerate(model.getConstrs()):
+        if ("row", i) not in members:
+            model.remove(constr)
+    for j, var in enumerate(model.getVars()):
+        if var.VType == gp.GRB.BINARY:
+            continue
+        if ("lb", j) not in members:
+            var.LB = -gp.GRB.INFINITY
+        if ("ub", j) not in members:
+            var.UB = gp.GRB.INFINITY
+    model.optimize()
+    assert model.Status in (gp.GRB.OPTIMAL, gp.GRB.INFEASIBLE), model.Status
+    return bool(model.Status == gp.GRB.OPTIMAL)
+
+
+@pytest.mark.parametrize("integer", [False, True], ids=["lp", "mip"])
+def test_random_models_get_an_infeasible_and_irreducible_subsystem(
+    real_gurobipy: ModuleType, integer: bool
+) -> None:
+    gp = real_gurobipy
+    infeasible = 0
+    for seed in range(60):
+        real = _random_model(gp, seed, integer=integer)
+        real.optimize()
+        layer = _random_model(gurobipy_highs, seed, integer=integer)
+        if real.Status != gp.GRB.INFEASIBLE:
+            assert real.Status == gp.GRB.OPTIMAL
+            with pytest.raises(gurobipy_highs.GurobiError) as refused:
+                layer.computeIIS()
+            assert refused.value.errno == 10015
+            continue
+        infeasible += 1
+        layer.computeIIS()
+        assert layer.IISMinimal == 1
+        members = {("row", c.index) for c in layer.getConstrs() if c.IISConstr}
+        members |= {("lb", v.index) for v in layer.getVars() if v.IISLB}
+        members |= {("ub", v.index) for v in layer.getVars() if v.IISUB}
+        assert not _subsystem_is_feasible(gp, seed, integer, members), seed
+        for member in sorted(members):
+            assert _subsystem_is_feasible(gp, seed, integer, members - {member}), (seed, member)
+    assert infeasible >= 20
