@@ -52,9 +52,11 @@ class Iis:
     minimal: bool
 
 
-def compute_iis(snap: Snapshot, params: ParamSet) -> Iis | None:
+def compute_iis(snap: Snapshot, params: ParamSet, *, proven_in_s: float | None = None) -> Iis | None:
     """An IIS of ``snap`` (see the module docstring); None when the time limit passed before
     the model was proven infeasible (gurobipy then has no IIS either, and the status stays).
+    ``proven_in_s``: the seconds the model's own solve took to prove it infeasible, where it
+    just did; that proof is then not repeated, and it sets the time each test gets.
 
     Raises:
         GurobiError: 10015, the model is feasible (or unbounded), as gurobipy raises it.
@@ -74,6 +76,10 @@ def compute_iis(snap: Snapshot, params: ParamSet) -> Iis | None:
             kept, complete = _deletion_filter(full, members)
             return _iis(kept, complete)
     full = _Subsystem(snap, params, deadline)
+    if proven_in_s is not None:
+        full.first_s = proven_in_s
+        kept, complete = _deletion_filter(full, members)
+        return _iis(kept, complete)
     verdict = full.test()
     if verdict == "feasible":
         raise GurobiError(10015, "Cannot compute IIS on a feasible model")

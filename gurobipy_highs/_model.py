@@ -181,6 +181,7 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
         state.status = G.LOADED
         state.outcome = None
         state.iis = None
+        state.infeasible_in_s = None
         for var in state.vars:
             object.__setattr__(var, "_solution", None)
 
@@ -295,6 +296,9 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
         outcome = run_optimize(self, state, callback)
         state.outcome = outcome
         state.status = outcome.status
+        # A callback's lazy constraints are not the model's: its infeasibility proves nothing.
+        if outcome.status == G.INFEASIBLE and callback is None:
+            state.infeasible_in_s = outcome.runtime_s
         if outcome.x is not None:
             for var, value in zip(state.vars, outcome.x, strict=True):
                 object.__setattr__(var, "_solution", value)
@@ -312,7 +316,7 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
         if logging:
             print("Computing Irreducible Inconsistent Subsystem (IIS)...", flush=True)
         started = time.perf_counter()
-        iis = compute_iis(build_snapshot(state), state.params)
+        iis = compute_iis(build_snapshot(state), state.params, proven_in_s=state.infeasible_in_s)
         if iis is None:
             return
         state.iis = iis
