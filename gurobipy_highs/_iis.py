@@ -238,6 +238,7 @@ class _Subsystem:
         # With a zero objective nothing is unbounded: "unbounded or infeasible" is infeasible.
         if status in (statuses.kInfeasible, statuses.kUnboundedOrInfeasible):
             return "infeasible"
-        if status == statuses.kOptimal:
+        # An empty system (no columns, or all of them dropped with every row) is feasible.
+        if status in (statuses.kOptimal, statuses.kModelEmpty):
             return "feasible"
         return "unknown"

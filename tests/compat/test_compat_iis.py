@@ -42,6 +42,29 @@ try:
 except gp.GurobiError as e:
     print("feasible:", e.errno, str(e))
 """,
+    "edges": """
+def run(name, build):
+    m = gp.Model(name)
+    build(m)
+    m.update()
+    try:
+        m.computeIIS()
+        print(name, m.Status, m.IISMinimal, [c.IISConstr for c in m.getConstrs()],
+              [(v.IISLB, v.IISUB) for v in m.getVars()])
+    except gp.GurobiError as e:
+        print(name, e.errno, str(e))
+def equalities(m):
+    x = m.addVar(name="x"); y = m.addVar(name="y")
+    m.addConstr(x + y == 1, name="e"); m.addConstr(x + y == 2, name="f")
+def ranged(m):
+    x = m.addVar(name="x"); m.addRange(x, 2, 3, name="r"); m.addConstr(x <= 1, name="u")
+run("empty", lambda m: None)
+run("lb above ub", lambda m: m.addVar(lb=3, ub=1, name="x"))
+run("fractional integer bounds", lambda m: m.addVar(lb=0.2, ub=0.8, vtype=GRB.INTEGER, name="x"))
+run("equalities", equalities)
+run("range", ranged)
+run("bounds only", lambda m: (m.addVar(lb=2, ub=5, name="x"), m.addVar(lb=-1, ub=-2, name="y")))
+""",
     "unbounded": """
 m = gp.Model("unb")
 x = m.addVar(name="x"); m.setObjective(x, GRB.MAXIMIZE)
