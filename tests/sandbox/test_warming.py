@@ -59,6 +59,21 @@ def test_a_library_is_warmed_after_two_programs_used_it(one_worker: SandboxPool)
     assert seen == [*(["already imported: False"] * 2), *(["already imported: True"] * 2)]
 
 
+def test_a_job_that_could_not_be_set_up_leaves_the_worker_serving() -> None:
+    """A job whose files cannot be written fails before it is run: with a warm due after it, the
+    worker once read the job forked ahead where it expected the zygote's warm answer, stopped,
+    and the next, innocent job came back killed."""
+    code = "import sys\nprint('warm:', 'highspy' in sys.modules)\nimport highspy\n"
+    with SandboxPool(workers=1) as pool:
+        assert pool.run(Job(code=code, expect="any")).status is ExecStatus.OK
+        with pytest.raises(Exception, match="File exists"):
+            pool.run(Job(code=code, expect="any", files={"a": "x", "a/b": "y"}))
+        after = [pool.run(Job(code=code, expect="any")) for _ in range(2)]
+    assert [e.status for e in after] == [ExecStatus.OK, ExecStatus.OK], [e.detail for e in after]
+    # The job that failed to start never ran its program, and does not count towards warming.
+    assert [e.stdout_tail.strip() for e in after] == ["warm: False", "warm: True"]
+
+
 GUROBI_PARAM = """
 import gurobipy as gp
 model = gp.Model()

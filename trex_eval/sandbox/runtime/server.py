@@ -163,7 +163,8 @@ def _serve(server: Server, proto_in: int, proto_out: int) -> int:
         del reply
         # After the reply: the harness reads it meanwhile.
         problems = server.files.close()
-        if server.warm_due:
+        # Not over a /tmp that could not be detached (the worker retires at the next request).
+        if server.warm_due and not problems:
             try:
                 server.warm()
             except ZygoteGone:
@@ -210,9 +211,7 @@ class Server:
     def run_job(self, request: dict[str, Any]) -> JobReply:
         """Run one job; its reply (output, channel and model files are sent raw beside it)."""
         limits = request["limits"]
-        self.warm_due = self.demand.after_job(
-            str(request.get("code", "")), real_gurobipy=request.get("gurobi") == "real"
-        )
+        self.warm_due = []
         self.files.open()
         workdir_files.prepare(request, self.files.workdir, self.files.tmpdir, self.confinement.job_uid)
         order = self._order(request)
@@ -318,6 +317,11 @@ class Server:
         if not sweep:
             # Late, so that the zygote has reaped the job meanwhile instead of being waited for.
             status, usage = self.zygote.reaped()
+        # Only here, with the job reaped and no job forked ahead, is the zygote's next message
+        # the warm's answer (a job that failed before this point leaves none due).
+        self.warm_due = self.demand.after_job(
+            str(request.get("code", "")), real_gurobipy=request.get("gurobi") == "real"
+        )
         if not self.warm_due:
             # The next job is forked now, while this one's reply travels.
             self._fork_ahead()

@@ -8,7 +8,9 @@ writes each job's files, watches the job and reads everything it produced. The z
 the supervisor at start-up before any job exists, imports and warms the solver libraries and forks
 the jobs; it is their parent and reaps them.
 
-A job is forked *before* its request arrives (while the previous job's reply travels), and waits:
+A job is forked *before* its request arrives (while the previous job's reply travels, or, where
+the previous program made a library due for warming, right after the zygote imported it, between
+jobs: the zygote must never read a folder while a job's ``/tmp`` is being mounted), and waits:
 the supervisor sends it its order (limits, nonce, gurobipy mode) directly, on a socket of its own,
 when the job comes. What reaches the zygote, on a ``SOCK_SEQPACKET`` socket from the supervisor, is
 "fork the next job" and names of libraries to warm from ``WorkerConfig.warmable``; what it sends
