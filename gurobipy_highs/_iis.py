@@ -13,9 +13,9 @@ For a MIP whose LP relaxation is already infeasible, the filter first runs on th
 (LP solves only): an infeasible LP subsystem is an infeasible MIP subsystem, and only its
 members then need MIP solves.
 
-Candidates are every linear row and every finite bound of a variable that is not binary (Gurobi
-never names a binary's bounds: its type holds them). The filter stops at the ``TimeLimit``
-parameter, keeping what it has not yet tested; the IIS is then infeasible but maybe not
+Candidates are every linear row and every finite bound (a binary's only where it is tightened
+past 0 or 1: otherwise its type holds it there, and Gurobi does not name it). The filter stops at
+the ``TimeLimit`` parameter, keeping what it has not yet tested; the IIS is then infeasible but maybe not
 minimal (``IISMinimal`` 0), as Gurobi's is when interrupted. Quadratic, SOS, general and
 semi-continuous parts are refused before anything runs (``NeedsGurobiError``).
 """
@@ -73,6 +73,10 @@ def compute_iis(snap: Snapshot, params: ParamSet, *, proven_in_s: float | None =
             members, _ = _deletion_filter(relaxed, members)
             full = _Subsystem(snap, params, deadline)
             full.keep_only(members)
+            # What the MIP tests get follows from a MIP proof: the model's own, else this part's.
+            full.first_s = proven_in_s
+            if proven_in_s is None:
+                full.test()
             kept, complete = _deletion_filter(full, members)
             return _iis(kept, complete)
     full = _Subsystem(snap, params, deadline)
@@ -92,7 +96,7 @@ def compute_iis(snap: Snapshot, params: ParamSet, *, proven_in_s: float | None =
 def iis_snapshot(snap: Snapshot, iis: Iis) -> Snapshot:
     """The IIS as a model of its own, as Gurobi writes it to an ``.ilp`` file: named
     ``<name>_copy``, no objective, the IIS rows, and the variables they or the IIS bounds use,
-    each with only its IIS bounds (the others infinite; a binary keeps its type)."""
+    each with only its IIS bounds (the others infinite, a binary's 0 and 1)."""
     rows = [snap.rows[i] for i in sorted(iis.rows)]
     used = sorted({c for row in rows for c in row.cols} | iis.lower | iis.upper)
     where = {col: k for k, col in enumerate(used)}
@@ -101,8 +105,8 @@ def iis_snapshot(snap: Snapshot, iis: Iis) -> Snapshot:
         sense=snap.sense,
         obj_constant=0.0,
         var_names=tuple(snap.var_names[j] for j in used),
-        lb=tuple(snap.lb[j] if j in iis.lower or snap.vtype[j] == "B" else -math.inf for j in used),
-        ub=tuple(snap.ub[j] if j in iis.upper or snap.vtype[j] == "B" else math.inf for j in used),
+        lb=tuple(snap.lb[j] if j in iis.lower else _relaxed(snap, j)[0] for j in used),
+        ub=tuple(snap.ub[j] if j in iis.upper else _relaxed(snap, j)[1] for j in used),
         obj=tuple(0.0 for _ in used),
         vtype=tuple(snap.vtype[j] for j in used),
         rows=tuple(replace(row, cols=tuple(where[c] for c in row.cols)) for row in rows),
@@ -121,14 +125,21 @@ def _check_supported(snap: Snapshot) -> None:
         raise NeedsGurobiError(f"computeIIS of a model with {', '.join(found)}")
 
 
+def _relaxed(snap: Snapshot, j: int) -> tuple[float, float]:
+    """Column ``j``'s bounds where none of its own is in force: a binary's type still holds it
+    to [0, 1]."""
+    return (0.0, 1.0) if snap.vtype[j] == "B" else (-math.inf, math.inf)
+
+
 def _candidates(snap: Snapshot) -> list[Member]:
+    """Every row, and every bound tighter than its column's relaxed one (a binary's only where
+    it was tightened past 0 or 1, as Gurobi names them)."""
     members: list[Member] = [("row", i) for i in range(len(snap.rows))]
-    for j, vtype in enumerate(snap.vtype):
-        if vtype == "B":
-            continue
-        if math.isfinite(_bound(snap.lb[j])):
+    for j in range(snap.num_vars):
+        low, high = _relaxed(snap, j)
+        if _bound(snap.lb[j]) > low:
             members.append(("lb", j))
-        if math.isfinite(_bound(snap.ub[j])):
+        if _bound(snap.ub[j]) < high:
             members.append(("ub", j))
     return members
 
@@ -188,6 +199,8 @@ class _Subsystem:
         self.col_bounds = list(zip(lp.col_lower_, lp.col_upper_, strict=True))
         self.lower = [float(v) for v in lp.col_lower_]
         self.upper = [float(v) for v in lp.col_upper_]
+        self.rows_now = list(self.row_bounds)
+        self.tolerance = float(params.get("FeasibilityTol"))
 
     def expired(self) -> bool:
         return time.monotonic() >= self.deadline
@@ -206,13 +219,14 @@ class _Subsystem:
     def _switch(self, group: list[Member], *, on: bool) -> None:
         for kind, index in group:
             if kind == "row":
-                low, high = self.row_bounds[index] if on else (-math.inf, math.inf)
-                self.highs.changeRowBounds(index, low, high)
+                self.rows_now[index] = self.row_bounds[index] if on else (-math.inf, math.inf)
+                self.highs.changeRowBounds(index, *self.rows_now[index])
                 continue
+            relaxed = _relaxed(self.snap, index)
             if kind == "lb":
-                self.lower[index] = self.col_bounds[index][0] if on else -math.inf
+                self.lower[index] = self.col_bounds[index][0] if on else relaxed[0]
             else:
-                self.upper[index] = self.col_bounds[index][1] if on else math.inf
+                self.upper[index] = self.col_bounds[index][1] if on else relaxed[1]
             self.highs.changeColBounds(index, self.lower[index], self.upper[index])
 
     def test(self) -> str:
@@ -228,7 +242,8 @@ class _Subsystem:
             return "unknown"
         if self.first_s is not None:
             left = min(left, max(TEST_FLOOR_S, TEST_ALLOWANCE * self.first_s))
-        self.highs.setOptionValue("time_limit", min(left, 1e12))
+        # HiGHS measures its time limit on the instance's total run time, over every run.
+        self.highs.setOptionValue("time_limit", self.highs.getRunTime() + min(left, 1e12))
         started = time.monotonic()
         self.highs.run()
         if self.first_s is None:
@@ -238,7 +253,10 @@ class _Subsystem:
         # With a zero objective nothing is unbounded: "unbounded or infeasible" is infeasible.
         if status in (statuses.kInfeasible, statuses.kUnboundedOrInfeasible):
             return "infeasible"
-        # An empty system (no columns, or all of them dropped with every row) is feasible.
-        if status in (statuses.kOptimal, statuses.kModelEmpty):
+        if status == statuses.kOptimal:
             return "feasible"
+        if status == statuses.kModelEmpty:
+            # No columns: each row in force must hold at zero.
+            holds = all(low <= self.tolerance and high >= -self.tolerance for low, high in self.rows_now)
+            return "feasible" if holds else "infeasible"
         return "unknown"

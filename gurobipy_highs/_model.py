@@ -181,7 +181,7 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
         state.status = G.LOADED
         state.outcome = None
         state.iis = None
-        state.infeasible_in_s = None
+        state.infeasibility_proof = None
         for var in state.vars:
             object.__setattr__(var, "_solution", None)
 
@@ -298,7 +298,7 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
         state.status = outcome.status
         # A callback's lazy constraints are not the model's: its infeasibility proves nothing.
         if outcome.status == G.INFEASIBLE and callback is None:
-            state.infeasible_in_s = outcome.runtime_s
+            state.infeasibility_proof = (outcome.runtime_s, _tolerances(state))
         if outcome.x is not None:
             for var, value in zip(state.vars, outcome.x, strict=True):
                 object.__setattr__(var, "_solution", value)
@@ -316,7 +316,10 @@ class Model(ModelAttributes, ConstraintMethods, MultiObjectiveMethods, CallbackM
         if logging:
             print("Computing Irreducible Inconsistent Subsystem (IIS)...", flush=True)
         started = time.perf_counter()
-        iis = compute_iis(build_snapshot(state), state.params, proven_in_s=state.infeasible_in_s)
+        proof = state.infeasibility_proof
+        # A proof under other tolerances proves nothing now.
+        proven = proof[0] if proof is not None and proof[1] == _tolerances(state) else None
+        iis = compute_iis(build_snapshot(state), state.params, proven_in_s=proven)
         if iis is None:
             return
         state.iis = iis
@@ -456,3 +459,8 @@ def _clone(model: Model, *, relax: bool) -> Model:
         clone.setObjective(new_linear, state.sense)
     clone.update()
     return clone
+
+
+def _tolerances(state: ModelState) -> tuple[object, ...]:
+    """The parameters a proof of infeasibility depends on."""
+    return tuple(state.params.get(name) for name in ("FeasibilityTol", "IntFeasTol", "Presolve"))

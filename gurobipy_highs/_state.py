@@ -63,9 +63,10 @@ class ModelState:
         #: The IIS of the last ``computeIIS`` (``None`` until then, and again once the model
         #: changes or is solved).
         self.iis: Iis | None = None
-        #: Seconds the last ``optimize`` took to prove the model, as it stands, infeasible (None:
-        #: not solved since the last change, not infeasible, or solved under a callback).
-        self.infeasible_in_s: float | None = None
+        #: Seconds the last ``optimize`` took to prove the model, as it stands, infeasible, and
+        #: the tolerances it used (None: not solved since the last change, not infeasible, or
+        #: solved under a callback).
+        self.infeasibility_proof: tuple[float, tuple[object, ...]] | None = None
         self.disposed = False
 
 

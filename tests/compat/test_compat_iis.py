@@ -65,6 +65,40 @@ run("equalities", equalities)
 run("range", ranged)
 run("bounds only", lambda m: (m.addVar(lb=2, ub=5, name="x"), m.addVar(lb=-1, ub=-2, name="y")))
 """,
+    "tightened_binaries": """
+m = gp.Model("b")
+x = m.addVar(vtype=GRB.BINARY, lb=1, name="x"); y = m.addVar(vtype=GRB.BINARY, name="y")
+z = m.addVar(vtype=GRB.BINARY, ub=0, name="z")
+m.addConstr(x + y + z <= 0, name="c"); m.addConstr(y - z >= 0, name="d")
+m.computeIIS()
+print([(v.VarName, v.IISLB, v.IISUB) for v in m.getVars()], [c.IISConstr for c in m.getConstrs()])
+m.write("tightened.ilp")
+f = gp.Model("f")
+x = f.addVar(vtype=GRB.BINARY, lb=0.5, ub=0.7, name="x")
+f.computeIIS()
+print([(v.VarName, v.IISLB, v.IISUB) for v in f.getVars()])
+f.write("fractional.ilp")
+""",
+    "row_without_columns": """
+m = gp.Model("z")
+m.addConstr(gp.LinExpr() >= 1, name="z")
+m.computeIIS()
+print(m.Status, m.IISMinimal, [c.IISConstr for c in m.getConstrs()])
+m.write("model.ilp")
+""",
+    "large_lp": """
+import random
+random.seed(1)
+md = gp.Model("big")
+x = [md.addVar(ub=10, name=f"x{j}") for j in range(400)]
+for i in range(300):
+    cols = random.sample(range(150, 400), 20)
+    md.addConstr(gp.quicksum(random.uniform(0.1, 1) * x[j] for j in cols) <= random.uniform(50, 100))
+md.addConstr(gp.quicksum(x[:150]) >= 1501, name="bad")
+md.computeIIS()
+print(md.IISMinimal, [c.ConstrName for c in md.getConstrs() if c.IISConstr])
+print(sum(v.IISUB for v in md.getVars()), sum(v.IISLB for v in md.getVars()))
+""",
     "unbounded": """
 m = gp.Model("unb")
 x = m.addVar(name="x"); m.setObjective(x, GRB.MAXIMIZE)
@@ -179,7 +213,7 @@ def _random_model(gp: Any, seed: int, *, integer: bool) -> Any:
         ub = point[j] + rng.choice((0, 2, 4, math.inf))
         vtype = rng.choice("CIB") if integer else "C"
         if vtype == "B":
-            lb, ub = 0, 1
+            lb, ub = rng.choice(((0, 1), (0, 1), (1, 1), (0, 0)))
         variables.append(
             model.addVar(lb=-gp.GRB.INFINITY if lb == -math.inf else lb, ub=ub, vtype=vtype, name=f"x{j}")
         )
@@ -201,19 +235,18 @@ def _random_model(gp: Any, seed: int, *, integer: bool) -> Any:
 
 def _subsystem_is_feasible(gp: Any, seed: int, integer: bool, members: set[tuple[str, int]]) -> bool:
     """Whether the part of model ``seed`` made of ``members`` (rows and bounds; the rest removed
-    or made infinite, binaries keeping their type) is feasible, by real gurobipy."""
+    or relaxed: infinite, a binary's 0 and 1) is feasible, by real gurobipy."""
     model = _random_model(gp, seed, integer=integer)
     model.setObjective(0)
     for i, constr in enumerate(model.getConstrs()):
         if ("row", i) not in members:
             model.remove(constr)
     for j, var in enumerate(model.getVars()):
-        if var.VType == gp.GRB.BINARY:
-            continue
+        binary = var.VType == gp.GRB.BINARY  # its type holds it to [0, 1]
         if ("lb", j) not in members:
-            var.LB = -gp.GRB.INFINITY
+            var.LB = 0 if binary else -gp.GRB.INFINITY
         if ("ub", j) not in members:
-            var.UB = gp.GRB.INFINITY
+            var.UB = 1 if binary else gp.GRB.INFINITY
     model.optimize()
     assert model.Status in (gp.GRB.OPTIMAL, gp.GRB.INFEASIBLE), model.Status
     return bool(model.Status == gp.GRB.OPTIMAL)
