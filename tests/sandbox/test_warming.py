@@ -74,6 +74,18 @@ def test_a_job_that_could_not_be_set_up_leaves_the_worker_serving() -> None:
     assert [e.stdout_tail.strip() for e in after] == ["warm: False", "warm: True"]
 
 
+def test_pyomo_is_warmed_in_a_worker_that_warmed_cvxpy() -> None:
+    """Pyomo's solver plugins need ``packaging`` (undeclared): once the worker had warmed CVXPY,
+    its import of ``pyomo.environ`` stopped there, and no Pyomo job of that worker started warm."""
+    code = "import sys\nprint('warm:', 'pyomo.environ' in sys.modules)\nimport pyomo.environ\n"
+    with SandboxPool(workers=1) as pool:
+        for _ in range(2):
+            assert pool.run(Job(code="import cvxpy\n", expect="any")).status is ExecStatus.OK
+        seen = [pool.run(Job(code=code, expect="any")) for _ in range(3)]
+    assert all(e.status is ExecStatus.OK for e in seen), [e.detail for e in seen]
+    assert [e.stdout_tail.strip() for e in seen] == ["warm: False", "warm: False", "warm: True"]
+
+
 GUROBI_PARAM = """
 import gurobipy as gp
 model = gp.Model()

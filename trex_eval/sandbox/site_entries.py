@@ -15,10 +15,12 @@ from typing import NamedTuple
 
 from .runtime import hooks
 
-SOLVER_DISTRIBUTIONS = (*hooks.DISTRIBUTIONS, "numpy")
-"""Distributions of the solver libraries the runtime hooks (each hook declares its own), and
-NumPy: with their dependencies (from their metadata), the only site-packages entries programs
-see under bubblewrap."""
+SOLVER_DISTRIBUTIONS = (*hooks.DISTRIBUTIONS, "numpy", "packaging")
+"""Distributions of the solver libraries the runtime hooks (each hook declares its own), NumPy,
+and ``packaging``, which Pyomo's solver plugins use without declaring it (without it, a worker
+that had warmed CVXPY failed to import ``pyomo.environ`` at ``packaging.version``, and every
+Pyomo job stayed cold): with their dependencies (from their metadata), the only site-packages
+entries programs see under bubblewrap."""
 
 
 def distribution_key(name: str) -> str:
