@@ -30,6 +30,31 @@ def test_real_gurobipy_is_recorded_with_its_version(pool: SandboxPool) -> None:
     assert execution.gurobi == "gurobipy 13.0.3"
 
 
+PYOMO_GUROBI = """
+import pyomo.environ as pyo
+m = pyo.ConcreteModel()
+m.x = pyo.Var(bounds=(0, 4))
+m.y = pyo.Var(bounds=(0, 3))
+m.c = pyo.Constraint(expr=m.x + m.y <= 5)
+m.obj = pyo.Objective(expr=3 * m.x + 2 * m.y, sense=pyo.maximize)
+result = pyo.SolverFactory("gurobi_direct").solve(m)
+print("objective", pyo.value(m.obj), result.solver.termination_condition)
+"""
+
+
+def test_pyomo_finds_real_gurobipy_through_its_own_import_finder(pool: SandboxPool) -> None:
+    """Pyomo installs an import finder that asks every other finder, the sandbox's gurobipy
+    switch included, which asked Pyomo's back: ``RecursionError``, and Pyomo's ``gurobi_direct``
+    reported no gurobipy in the sandbox while it had one outside."""
+    execution = pool.run(Job(code=PYOMO_GUROBI, gurobi="real"))
+
+    assert execution.status is ExecStatus.OK, (execution.detail, execution.stderr_tail)
+    assert "objective 14.0 optimal" in execution.stdout_tail
+    assert execution.gurobi == "gurobipy 13.0.3"
+    solve = execution.last_solve
+    assert solve is not None and solve.objective == pytest.approx(14.0)
+
+
 def test_no_gurobipy_import_records_none(pool: SandboxPool) -> None:
     assert pool.run(Job(code="import math\n", gurobi="real", expect="any")).gurobi is None
 

@@ -74,16 +74,31 @@ class _RuntimeFinder(_MetaPathFinder):
     (two of them asking each other would recurse without end)."""
 
 
+_SEARCHING: set[tuple[int, str]] = set()
+"""(finder, module) pairs whose search through the other finders is under way."""
+
+
 def _find_with_others(
     finder: object, fullname: str, path: Sequence[str] | None
 ) -> importlib.machinery.ModuleSpec | None:
-    for other in sys.meta_path:
-        if other is finder or isinstance(other, _RuntimeFinder) or not hasattr(other, "find_spec"):
-            continue
-        spec: importlib.machinery.ModuleSpec | None = other.find_spec(fullname, path)
-        if spec is not None:
-            return spec
-    return None
+    """The first spec another finder of ``sys.meta_path`` gives for ``fullname``. A library's
+    finder that itself asks every other finder (Pyomo's deferred imports) asks ``finder`` back:
+    that inner ask gets None, so the library's finder goes on to the path finder (the two asked
+    each other until ``RecursionError``, and Pyomo found no gurobipy in the sandbox)."""
+    key = (id(finder), fullname)
+    if key in _SEARCHING:
+        return None
+    _SEARCHING.add(key)
+    try:
+        for other in sys.meta_path:
+            if other is finder or isinstance(other, _RuntimeFinder) or not hasattr(other, "find_spec"):
+                continue
+            spec: importlib.machinery.ModuleSpec | None = other.find_spec(fullname, path)
+            if spec is not None:
+                return spec
+        return None
+    finally:
+        _SEARCHING.discard(key)
 
 
 class PostImportHooks(_RuntimeFinder):
