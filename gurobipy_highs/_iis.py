@@ -15,8 +15,8 @@ members then need MIP solves.
 
 Candidates are every linear row and every finite bound (a binary's only where it is tightened
 past 0 or 1: otherwise its type holds it there, and Gurobi does not name it). The filter stops at
-the ``TimeLimit`` parameter, keeping what it has not yet tested; the IIS is then infeasible but maybe not
-minimal (``IISMinimal`` 0), as Gurobi's is when interrupted. Quadratic, SOS, general and
+the ``TimeLimit`` parameter, keeping what it has not yet tested; the IIS is then infeasible but
+maybe not minimal (``IISMinimal`` 0), as Gurobi's is when interrupted. Quadratic, SOS, general and
 semi-continuous parts are refused before anything runs (``NeedsGurobiError``).
 """
 
@@ -34,8 +34,9 @@ from ._snapshot import Snapshot
 
 TEST_ALLOWANCE = 4.0
 TEST_FLOOR_S = 1.0
-"""Time of one test after the first: at most ``TEST_ALLOWANCE`` times the first (which proved
-the whole model infeasible), and at least ``TEST_FLOOR_S`` seconds (see :meth:`_Subsystem.test`)."""
+"""Time of one test after the first: at most ``TEST_ALLOWANCE`` times the first (a proof of
+infeasibility: the model's own solve's, else the first test's), and at least ``TEST_FLOOR_S``
+seconds (see :meth:`_Subsystem.test`)."""
 
 Member = tuple[str, int]
 """``("row", i)``, ``("lb", j)`` or ``("ub", j)``."""
@@ -66,29 +67,25 @@ def compute_iis(snap: Snapshot, params: ParamSet, *, proven_in_s: float | None =
     limit = float(params.get("TimeLimit"))
     deadline = time.monotonic() + (limit if math.isfinite(limit) else 1e12)
     members = _candidates(snap)
-    relaxation = replace(snap, vtype=tuple("C" for _ in snap.vtype)) if snap.is_mip else None
-    if relaxation is not None:
-        relaxed = _Subsystem(relaxation, params, deadline)
-        if relaxed.test() == "infeasible":
-            members, _ = _deletion_filter(relaxed, members)
-            full = _Subsystem(snap, params, deadline)
-            full.keep_only(members)
-            # What the MIP tests get follows from a MIP proof: the model's own, else this part's.
-            full.first_s = proven_in_s
-            if proven_in_s is None:
-                full.test()
-            kept, complete = _deletion_filter(full, members)
-            return _iis(kept, complete)
+    # An infeasible LP relaxation: its IIS is an infeasible part of the MIP, whose only members
+    # then need MIP tests.
+    relaxed_first = False
+    if snap.is_mip:
+        relaxation = _Subsystem(snap, params, deadline, integral=False)
+        if relaxation.test() == "infeasible":
+            members, _ = _deletion_filter(relaxation, members)
+            relaxed_first = True
     full = _Subsystem(snap, params, deadline)
-    if proven_in_s is not None:
-        full.first_s = proven_in_s
-        kept, complete = _deletion_filter(full, members)
-        return _iis(kept, complete)
-    verdict = full.test()
-    if verdict == "feasible":
-        raise GurobiError(10015, "Cannot compute IIS on a feasible model")
-    if verdict == "unknown":
-        return None
+    if relaxed_first:
+        full.keep_only(members)
+    # The tests' allowance follows from a MIP proof: the model's own solve, else one here.
+    full.first_s = proven_in_s
+    if proven_in_s is None:
+        verdict = full.test()
+        if verdict == "feasible" and not relaxed_first:
+            raise GurobiError(10015, "Cannot compute IIS on a feasible model")
+        if verdict == "unknown" and not relaxed_first:
+            return None
     kept, complete = _deletion_filter(full, members)
     return _iis(kept, complete)
 
@@ -182,18 +179,21 @@ def _deletion_filter(system: _Subsystem, members: list[Member]) -> tuple[list[Me
 
 
 class _Subsystem:
-    """One HiGHS instance holding ``snap`` with a zero objective, whose rows and bounds are
-    switched off (made infinite) and on again."""
+    """One HiGHS instance holding ``snap`` with a zero objective (without its integrality where
+    not ``integral``: its LP relaxation), whose rows and bounds are switched off (relaxed, see
+    :func:`_relaxed`) and on again."""
 
-    def __init__(self, snap: Snapshot, params: ParamSet, deadline: float) -> None:
+    def __init__(self, snap: Snapshot, params: ParamSet, deadline: float, *, integral: bool = True) -> None:
         self.snap = snap
         self.deadline = deadline
         self.first_s: float | None = None
         self.highs: Any = _new_highs(True)
         self.highs.setOptionValue("output_flag", False)
         _apply_options(self.highs, params)
-        # Factor 0: a zero objective (a quadratic one is never passed).
-        self.highs.passModel(_highs_lp(snap, 0.0))
+        # Factor 0: a zero objective (a quadratic one is never passed). A relaxed binary keeps
+        # [0, 1] as bounds: members are switched off to the original snapshot's _relaxed bounds.
+        passed = snap if integral else replace(snap, vtype=tuple("C" for _ in snap.vtype))
+        self.highs.passModel(_highs_lp(passed, 0.0))
         lp = self.highs.getLp()
         self.row_bounds = list(zip(lp.row_lower_, lp.row_upper_, strict=True))
         self.col_bounds = list(zip(lp.col_lower_, lp.col_upper_, strict=True))

@@ -61,7 +61,7 @@ class ModelState:
         self.status = G.LOADED
         self.outcome: SolveOutcome | None = None
         #: The IIS of the last ``computeIIS`` (``None`` until then, and again once the model
-        #: changes or is solved).
+        #: changes or is reset; a solve of the unchanged model keeps it, as in gurobipy).
         self.iis: Iis | None = None
         #: Seconds the last ``optimize`` took to prove the model, as it stands, infeasible, and
         #: the tolerances it used (None: not solved since the last change, not infeasible, or
