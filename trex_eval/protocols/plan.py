@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from trex_eval.benchmarks import Benchmark, GraderSpec
@@ -101,14 +101,20 @@ class EvaluationPlan:
     limits: SandboxLimits
     gurobi: GurobiPolicy = "auto"
     limits_given: bool = False
+    rule_budgets: RuleBudgets | None = field(init=False, default=None, repr=False, compare=False)
+    """The budgets the rule declares (``budgeted``'s, also under a protocol's conventions),
+    else None."""
 
     def __post_init__(self) -> None:
-        # Checked once here: a runtime-checkable Protocol's isinstance costs ~80 us, per grade.
+        # Checked once here: a runtime-checkable Protocol's isinstance costs ~80 us, per grade
+        # (the budgets are read for every job's limits and every re-solve).
         wanted = ObjectiveRule if self.kind is GraderKind.OBJECTIVE else StructureRule
         if not isinstance(self.rule, wanted):
             raise GradingError(
                 f"rule {self.rule.spec} cannot grade {self.benchmark.name} ({self.kind.value} benchmark)"
             )
+        budgets = self.rule.budgets() if isinstance(self.rule, BudgetingRule) else None
+        object.__setattr__(self, "rule_budgets", budgets)
 
     @property
     def kind(self) -> GraderKind:
@@ -184,12 +190,6 @@ class EvaluationPlan:
             return self.limits
         wall = BUDGET_WALL_FACTOR * budget + BUDGET_WALL_MARGIN_S
         return self.limits.model_copy(update={"cpu_s": budget, "wall_s": max(self.limits.wall_s, wall)})
-
-    @property
-    def rule_budgets(self) -> RuleBudgets | None:
-        """The budgets the rule declares (``budgeted``'s, also under a protocol's conventions),
-        else None."""
-        return self.rule.budgets() if isinstance(self.rule, BudgetingRule) else None
 
     @property
     def program_budget_s(self) -> float | None:
