@@ -4,7 +4,10 @@ never a skip."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,11 @@ REPO = Path(__file__).resolve().parents[1]
 # Tests count, time and budget re-solves: a store of re-solve results kept across test sessions
 # (the user's cache) would answer them from an earlier session. Tests of the store opt in.
 os.environ["TREX_RESOLVE_STORE"] = "off"
+# The facts a pool's start keeps (licence report, site view) start empty in every test session,
+# and are kept across its pools as across a user's commands. Tests of them use their own folder.
+_START_FACTS = tempfile.mkdtemp(prefix="trex-test-start-facts-")
+os.environ["TREX_START_FACTS"] = _START_FACTS
+atexit.register(shutil.rmtree, _START_FACTS, True)
 
 
 def _data_dir() -> Path | None:

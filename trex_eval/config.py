@@ -15,6 +15,10 @@ Environment variables understood by trex-eval:
 ``TREX_RESOLVE_STORE``
     Folder of the persistent store of re-solve results (default: the cache root +
     ``resolves``); ``off`` disables it (:mod:`trex_eval.verify.store`).
+``TREX_START_FACTS``
+    Folder where a sandbox pool's start keeps what it derived about this installation (the
+    solver licence report, the site-packages view) for the next command (default: the cache root
+    + ``start-facts``); ``off`` disables it (:mod:`trex_eval.sandbox.start_facts`).
 ``TREX_VLLM_EXECUTABLE``
     A ``vllm`` executable to start (e.g. from another virtualenv); default: ``vllm`` on PATH.
 ``TREX_PROGRESS_INTERVAL_S``
@@ -78,16 +82,18 @@ _store_withdrawn: list[str] = []
 
 def withdraw_resolve_store(reason: str) -> Path | None:
     """Stop using the store of re-solve results in this process, for good, and empty it (it is a
-    cache); returns the folder emptied, if any. For a process whose programs can write the folder
+    cache), the start facts (:func:`start_facts_dir`) with it; returns the store's folder emptied,
+    if any. For a process whose programs can write the folder
     (a sandbox at the ``rlimits`` level runs them as the harness's user): no entry such a program
     could have forged is read, nor anything written later. A folder another process trusts again
     may hold what such a program left after this: the isolation report says to run untrusted
     programs under bubblewrap."""
-    store = resolve_store_dir()
+    store, facts = resolve_store_dir(), start_facts_dir()
     if not _store_withdrawn:
         _store_withdrawn.append(reason)
-    if store is not None:
-        shutil.rmtree(store, ignore_errors=True)
+    for folder in (store, facts):
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     return store
 
 
@@ -108,6 +114,18 @@ def resolve_store_dir() -> Path | None:
     return Path(override).expanduser() if override else cache_dir() / "resolves"
 
 
+def start_facts_dir() -> Path | None:
+    """Folder of the facts a sandbox pool's start keeps between commands (not created):
+    ``TREX_START_FACTS``, else :func:`cache_dir` + ``start-facts``; ``None`` when it is ``off`` or
+    this process withdrew the store of re-solve results (the same programs could write both)."""
+    if _store_withdrawn:
+        return None
+    override = getenv("TREX_START_FACTS")
+    if override is not None and override.strip().lower() == "off":
+        return None
+    return Path(override).expanduser() if override else cache_dir() / "start-facts"
+
+
 def data_dir_from_env() -> Path | None:
     """``TREX_DATA_DIR`` as a path, if set."""
     value = getenv("TREX_DATA_DIR")
@@ -115,7 +133,11 @@ def data_dir_from_env() -> Path | None:
 
 
 def vllm_executable() -> str:
-    """The ``vllm`` executable to launch (``TREX_VLLM_EXECUTABLE`` or ``vllm`` on PATH)."""
+    """The ``vllm`` executable to launch (``TREX_START_FACTS``
+        Folder where a sandbox pool's start keeps what it derived about this installation (the
+        solver licence report, the site-packages view) for the next command (default: the cache root
+        + ``start-facts``); ``off`` disables it (:mod:`trex_eval.sandbox.start_facts`).
+    ``TREX_VLLM_EXECUTABLE`` or ``vllm`` on PATH)."""
     return getenv("TREX_VLLM_EXECUTABLE") or "vllm"
 
 

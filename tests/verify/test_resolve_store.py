@@ -392,6 +392,42 @@ def test_a_program_in_the_sandbox_can_neither_read_nor_write_the_store(
         shutil.rmtree(layer_root)
 
 
+STORED_ONLY = """
+import json, sys
+from trex_eval.records import LinearModel, SolveRecord, SolveStatus
+from trex_eval.verify import verifier_lanes, verify_solve
+
+INF = float("inf")
+model = LinearModel(
+    sense="max", var_names=("x", "y"), obj=(5.0, 4.0), lb=(0.0, 0.0), ub=(INF, INF), vtype=("I", "I"),
+    row_names=("wood", "labour"), row_lower=(-INF, -INF), row_upper=(24.0, 6.0),
+    a_row=(0, 0, 1, 1), a_col=(0, 1, 0, 1), a_val=(6.0, 4.0, 1.0, 2.0),
+)
+claim = SolveRecord(
+    library="gurobipy", status=SolveStatus.OPTIMAL, raw_status="", objective=20.0, model=model
+)
+graded = verify_solve(claim, budget_s=10.0)
+print(json.dumps({"verification": graded.verification, "by": graded.verified_by,
+                  "stored": graded.verified_from_store, "verifiers": verifier_lanes().started}))
+"""
+
+
+def test_a_claim_whose_resolve_is_stored_starts_no_verifier_process(store_dir: Path) -> None:
+    # Whether gurobipy is licensed is asked of a verifier process (a Python start-up and the
+    # solvers' imports): a run whose every claim is certified or stored never needs one.
+    def graded() -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-c", STORED_ONLY], capture_output=True, text=True, check=True, timeout=120
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = graded()
+    assert (first["verification"], first["stored"], first["verifiers"]) == ("match", False, 1)
+    again = graded()
+    assert again == {**first, "stored": True, "verifiers": 0}
+    assert len(entries(store_dir)) == 1
+
+
 # --------------------------------------------------------------------------- grades
 
 
@@ -434,18 +470,19 @@ before = store.describe()["enabled"]
 with SandboxPool(workers=1, isolation="rlimits") as pool:
     ran = pool.run(Job(code="print('ok')", expect="any")).status.value
 print(json.dumps({"before": before, "after": store.describe(), "exists": root.exists(),
-                  "dir": config.resolve_store_dir() is None, "ran": ran}))
+                  "dir": config.resolve_store_dir() is None, "ran": ran,
+                  "facts": Path(sys.argv[2]).exists() or config.start_facts_dir() is not None}))
 """
 
 
 def test_a_pool_at_the_rlimits_level_withdraws_and_empties_the_store(tmp_path: Path) -> None:
     # A fresh process: withdrawing is for good in the process that does it.
-    root = tmp_path / "resolves"
+    root, facts = tmp_path / "resolves", tmp_path / "facts"
     done = subprocess.run(
-        [sys.executable, "-c", WITHDRAWN_AT_RLIMITS, str(root)],
+        [sys.executable, "-c", WITHDRAWN_AT_RLIMITS, str(root), str(facts)],
         capture_output=True,
         text=True,
-        env={**os.environ, "TREX_RESOLVE_STORE": str(root)},
+        env={**os.environ, "TREX_RESOLVE_STORE": str(root), "TREX_START_FACTS": str(facts)},
         timeout=180,
         check=False,
     )
@@ -454,4 +491,5 @@ def test_a_pool_at_the_rlimits_level_withdraws_and_empties_the_store(tmp_path: P
     assert found["before"] is True and found["ran"] == "ok"
     # Programs there run as this user and could have planted entries: none is left, none is read.
     assert not found["exists"] and found["dir"]
+    assert not found["facts"]  # the licence report and site view it kept went with the store
     assert found["after"]["enabled"] is False and "rlimits" in found["after"]["not_used"]

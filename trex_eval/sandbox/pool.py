@@ -29,7 +29,7 @@ from .isolation import IsolationReport, probe_isolation
 from .job import Job
 from .lanes import Lanes
 from .libraries import installed_versions
-from .licence import LicenceReport, licence_preflight
+from .licence import LicenceReport, licence_preflight, remembered_preflight
 from .limits import SandboxLimits
 from .outcome import TrustedLicence, build_execution, gurobipy_licence_failure
 from .runtime import hooks
@@ -76,7 +76,8 @@ class SandboxPool:
         warmable: modules a worker imports once its programs use them (see :data:`DEFAULT_WARMABLE`).
         hidden: directories programs must not see (bubblewrap level): the benchmark data with
             its reference answers, run directories. The store of re-solve results
-            (:func:`trex_eval.config.resolve_store_dir`) is always added.
+            (:func:`trex_eval.config.resolve_store_dir`) and the start facts
+            (:func:`trex_eval.config.start_facts_dir`) are always added.
         extra_env: variables added to the programs' otherwise empty environment.
         highs_package: folder of the licence-free gurobipy layer that ``highs`` jobs import as
             ``gurobipy`` (default: the installed ``gurobipy_highs``, located without importing it).
@@ -108,8 +109,7 @@ class SandboxPool:
         self.workers = workers
         self.preload = preload
         self.warmable = warmable
-        store = config.resolve_store_dir()
-        private = () if store is None else (str(store),)
+        private = tuple(str(path) for path in (config.resolve_store_dir(), config.start_facts_dir()) if path)
         self.hidden = tuple(os.path.realpath(path) for path in (*hidden, *private))
         self.highs_package = highs_package if highs_package is not None else launch.highs_package()
         self._requested_isolation = isolation
@@ -142,13 +142,16 @@ class SandboxPool:
         if self._started:
             return
         launch.cache_runtime_bytecode()
-        store = config.resolve_store_dir()
-        if store is not None:  # a folder that is missing cannot be masked where a bound tree holds it
-            with contextlib.suppress(OSError):
-                store.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for private in (config.resolve_store_dir(), config.start_facts_dir()):
+            if private is not None:  # a folder that is missing cannot be masked where a bound tree holds it
+                with contextlib.suppress(OSError):
+                    private.mkdir(mode=0o700, parents=True, exist_ok=True)
         # The licence check is a process of its own that needs nothing from the probe: it runs
-        # beside the probe and the workers' start instead of after either.
-        licence = _in_background(functools.partial(licence_preflight, extra_env=self._extra_env))
+        # beside the probe and the workers' start instead of after either, where no earlier
+        # command of the day left its answer.
+        preflight = functools.partial(licence_preflight, extra_env=self._extra_env, remember=True)
+        remembered = remembered_preflight(extra_env=self._extra_env)
+        licence = _in_background(preflight) if remembered is None else None
         report = probe_isolation(
             prefer=self._requested_isolation,
             disk_mib=self.limits.disk_mib,
@@ -158,6 +161,8 @@ class SandboxPool:
         self._report = report
         if report.level == "rlimits" and (store := config.withdraw_resolve_store(_AS_THIS_USER)):
             logger.warning("sandbox: the store of re-solve results (%s) is emptied and not used", store)
+        if report.level == "rlimits" and licence is None:  # a program of an earlier run may have written it
+            licence = _in_background(preflight)
         for removed in remove_stale_scratch():
             logger.info("sandbox: removed the scratch directory of a harness that is gone: %s", removed)
         self._root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
@@ -185,7 +190,7 @@ class SandboxPool:
         )
         try:
             self._lanes.start()
-            self._licence = licence.result()
+            self._licence = remembered if licence is None else licence.result()
         except Exception:
             self.close()
             raise

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import importlib.metadata
 import os
 import re
 from pathlib import Path
 from typing import NamedTuple
 
+from . import start_facts
 from .runtime import hooks
 
 SOLVER_DISTRIBUTIONS = (*hooks.DISTRIBUTIONS, "numpy", "packaging")
@@ -100,7 +102,57 @@ def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> 
     """Paths under the site-packages folder ``site`` that the solver distributions and their
     dependencies installed (from their ``RECORD``): top-level packages, modules, ``.libs`` and
     ``.dist-info`` folders; a folder shared with other distributions (a namespace package such as
-    ``google``) contributes only the allowed distributions' own entries."""
+    ``google``) contributes only the allowed distributions' own entries.
+
+    Remembered between commands (:mod:`.start_facts`) under the folder's listing, with the size
+    and change time of every ``.dist-info`` folder's ``RECORD`` and ``METADATA``: an install, an
+    upgrade or a removal changes the key."""
+    key = _listing_key(site, roots)
+    found = None if key is None else start_facts.recall("site-entries", key)
+    if isinstance(found, list) and all(_is_entry(site, path) for path in found):
+        return tuple(found)
+    entries = _read_solver_entries(site, roots)
+    if key is not None:
+        start_facts.remember("site-entries", key, list(entries))
+    return entries
+
+
+def _listing_key(site: str, roots: tuple[str, ...]) -> dict[str, object] | None:
+    """What :func:`solver_entries` of ``site`` depends on; None where the folder cannot be listed."""
+    try:
+        names = sorted(os.listdir(site))
+    except OSError:
+        return None
+    stamps = []
+    for name in names:
+        if name.endswith(".dist-info"):
+            for part in ("RECORD", "METADATA"):
+                try:
+                    found = os.stat(os.path.join(site, name, part))
+                except OSError:
+                    continue
+                stamps.append((name, part, found.st_size, found.st_mtime_ns, found.st_ino))
+    return {"code": _code_digest(), "site": site, "roots": roots, "names": names, "records": stamps}
+
+
+@functools.cache
+def _code_digest() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _is_entry(site: str, path: object) -> bool:
+    """Whether a remembered ``path`` is one :func:`solver_entries` could answer: below ``site``,
+    normalised, present."""
+    return (
+        isinstance(path, str)
+        and path.startswith(site.rstrip("/") + "/")
+        and os.path.normpath(path) == path
+        and os.path.lexists(path)
+    )
+
+
+def _read_solver_entries(site: str, roots: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`solver_entries`, read from the distributions' metadata."""
     allowed = solver_closure(roots)
     listed: list[_Listed] = []
     for distribution in importlib.metadata.distributions(path=[site]):

@@ -202,18 +202,26 @@ def _remembered(
 ) -> Resolve:
     """:func:`resolve` of ``view`` within ``deadline``, through the persistent store of re-solve
     results when ``persist`` (:mod:`.store`, every size), remembered in memory for small models
-    (an :class:`~.base.Unsolvable` is neither)."""
-    digest, gurobi = view_key(view), prefer_gurobi and gurobi_available()
+    (an :class:`~.base.Unsolvable` is neither). Keyed by ``prefer_gurobi``, not by whether
+    gurobipy is licensed: that answer is fixed for the process, and asking it starts a verifier
+    process that a stored result makes needless."""
+    digest = view_key(view)
 
     def solved() -> Resolve:
         compute = functools.partial(_resolve_view, view, prefer_gurobi=prefer_gurobi, deadline=deadline)
         if not persist:
             return compute()
-        return through_store(digest, gurobi=gurobi, budget_s=deadline.limit_s, compute=compute)
+        return through_store(
+            digest,
+            prefer_gurobi=prefer_gurobi,
+            gurobi_available=gurobi_available,
+            budget_s=deadline.limit_s,
+            compute=compute,
+        )
 
     if _entries(view) > CACHE_MAX_ENTRIES:
         return solved()
-    return _MEMO.get((digest, gurobi), solved, budget_s=deadline.limit_s)
+    return _MEMO.get((digest, prefer_gurobi), solved, budget_s=deadline.limit_s)
 
 
 def objectives_agree(reported: float, verified: float, *, integral: bool) -> bool:
@@ -283,7 +291,7 @@ def verify_solve(
         return certified
     gurobi = solve.library == "gurobipy" if prefer_gurobi is None else prefer_gurobi
     text = raw_key(model)
-    memo_key = None if text is None else (text, gurobi and gurobi_available())
+    memo_key = None if text is None else (text, gurobi)
     try:
         seen = None if memo_key is None else _MEMO.recall(memo_key, budget_s=budget_s)
         if seen is None:

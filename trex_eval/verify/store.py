@@ -454,17 +454,36 @@ def describe() -> dict[str, Any]:
     return store.describe()
 
 
-def through_store(digest: bytes, *, gurobi: bool, budget_s: float, compute: Callable[[], Resolve]) -> Resolve:
+def through_store(
+    digest: bytes,
+    *,
+    prefer_gurobi: bool,
+    gurobi_available: Callable[[], bool],
+    budget_s: float,
+    compute: Callable[[], Resolve],
+) -> Resolve:
     """The result of re-solving the model whose view digest is ``digest`` within ``budget_s`` CPU
-    seconds (``gurobi``: gurobipy first): the stored one where there is one, else ``compute()``'s,
-    stored when :func:`admissible`. ``compute``'s exceptions pass through (nothing is stored)."""
+    seconds, gurobipy first where ``prefer_gurobi`` and ``gurobi_available()``: the stored one
+    where there is one, else ``compute()``'s, stored when :func:`admissible`.
+
+    With ``prefer_gurobi`` the entry of a gurobipy-first re-solve is looked up before anything
+    asks ``gurobi_available`` (which starts a verifier process): that entry is what a licensed
+    gurobipy of the installed version derived within the same budget, so it decides the claim
+    whether or not this process could run gurobipy now, and a run whose every claim is stored
+    starts no verifier process. ``compute``'s exceptions pass through (nothing is stored)."""
     store = resolve_store()
     if store is None:
         return compute()
-    key = store_key(digest, gurobi=gurobi, budget_s=budget_s)
+    key = store_key(digest, gurobi=prefer_gurobi, budget_s=budget_s)
     found = store.get(key)
     if found is not None:
         return found
+    gurobi = prefer_gurobi and gurobi_available()
+    if gurobi != prefer_gurobi:
+        key = store_key(digest, gurobi=False, budget_s=budget_s)
+        found = store.get(key)
+        if found is not None:
+            return found
     result = compute()
     store.put(key, result)
     return result
