@@ -23,7 +23,13 @@ process run on the same machine and the same number of lanes:
     trex-eval reaches.
 (d) the verified ceiling: (c), and after each program, on its lane, the harness's own re-solve of
     the model that program's last solve captured in the round's audit (what the verification
-    contract costs at least: ``verify_solve``, its memo of identical models cleared each round).
+    contract costs at least: ``verify_solve``, its memo of identical models cleared each round,
+    the store of re-solve results off; LP claims the certificate proves are not re-solved).
+
+Both audits keep the start facts (``TREX_START_FACTS``: the licence pre-flight's answer and the
+sandbox's site-packages view, which the filling audit leaves), as every command after a user's
+first of the day does; (b) has the store of re-solve results off, (b') reads the one the
+filling audit wrote.
 
 Before the first round the checkout's bytecode is written (``compileall`` of ``trex_eval``, as
 ``pip install`` does for an installed package): under ``PYTHONDONTWRITEBYTECODE`` an editable
@@ -352,7 +358,9 @@ def _ratios(medians: dict[str, Cost]) -> None:
     store of re-solve results saves (b - b')."""
     for measure, (top, bottom) in {
         "reference path / audit (times less)": ("reference", "audit"),
+        "reference path / audit, store warm (a / b')": ("reference", "audit_stored"),
         "share of the bare fork ceiling (c / b)": ("bare", "audit"),
+        "share of the bare fork ceiling, store warm (c / b')": ("bare", "audit_stored"),
         "share of the verified ceiling (d / b)": ("verified", "audit"),
         "audit, store off / store warm": ("audit", "audit_stored"),
     }.items():
@@ -397,6 +405,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--no-ceiling", action="store_true", help="skip the ceilings (c) and (d)")
     args = parser.parse_args()
+    # (d) pays each re-solve itself: the user's store of re-solve results would answer them.
+    os.environ["TREX_RESOLVE_STORE"] = "off"
     data_dir = resolve_data_dir(args.data_dir)
     package = Path(verify.__file__).resolve().parents[1]
     compileall.compile_dir(str(package), quiet=2, optimize=0)  # what an installed package has
