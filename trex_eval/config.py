@@ -38,6 +38,7 @@ API keys
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -76,6 +77,8 @@ def config_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME))
 
 
+START_FACT_KINDS = ("licence-", "site-entries-")
+"""File-name prefixes of the start facts' entries (:mod:`trex_eval.sandbox.start_facts`)."""
 _store_withdrawn: list[str] = []
 """Why this process no longer uses the store of re-solve results (:func:`withdraw_resolve_store`)."""
 
@@ -91,10 +94,24 @@ def withdraw_resolve_store(reason: str) -> Path | None:
     store, facts = resolve_store_dir(), start_facts_dir()
     if not _store_withdrawn:
         _store_withdrawn.append(reason)
-    for folder in (store, facts):
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+    if store is not None:
+        shutil.rmtree(store, ignore_errors=True)
+    if facts is not None:
+        _empty_start_facts(facts)
     return store
+
+
+def _empty_start_facts(folder: Path) -> None:
+    """Delete the start facts' own files in ``folder``, then the folder where that empties it
+    (``TREX_START_FACTS`` may name a folder that holds other things)."""
+    with contextlib.suppress(OSError):
+        for item in os.scandir(folder):
+            own = item.name.endswith(".json") and item.name.startswith(START_FACT_KINDS)
+            if own or (item.name.startswith(".") and item.name.endswith(".tmp")):
+                with contextlib.suppress(OSError):
+                    os.unlink(item.path)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def resolve_store_withdrawn() -> str | None:
@@ -133,11 +150,7 @@ def data_dir_from_env() -> Path | None:
 
 
 def vllm_executable() -> str:
-    """The ``vllm`` executable to launch (``TREX_START_FACTS``
-        Folder where a sandbox pool's start keeps what it derived about this installation (the
-        solver licence report, the site-packages view) for the next command (default: the cache root
-        + ``start-facts``); ``off`` disables it (:mod:`trex_eval.sandbox.start_facts`).
-    ``TREX_VLLM_EXECUTABLE`` or ``vllm`` on PATH)."""
+    """The ``vllm`` executable to launch (``TREX_VLLM_EXECUTABLE`` or ``vllm`` on PATH)."""
     return getenv("TREX_VLLM_EXECUTABLE") or "vllm"
 
 

@@ -392,6 +392,40 @@ def test_a_program_in_the_sandbox_can_neither_read_nor_write_the_store(
         shutil.rmtree(layer_root)
 
 
+def test_a_gurobipy_first_result_answers_without_asking_whether_gurobipy_is_licensed(
+    store_dir: Path,
+) -> None:
+    # What a licensed gurobipy of the installed version derived within the same budget decides
+    # the claim on a process whose gurobipy is not licensed now (documented: the store's results
+    # are the harness's own, whichever process derived them).
+    store = resolve_store()
+    assert store is not None
+    stored = Resolve(SolveStatus.OPTIMAL, 21.0, "2", "gurobipy", 0.5)
+    assert store.put(store_key(b"\x02" * 32, gurobi=True, budget_s=10.0), stored)
+    asked: list[bool] = []
+
+    def unlicensed() -> bool:
+        asked.append(True)
+        return False
+
+    def never() -> Resolve:
+        raise AssertionError("re-solved although stored")
+
+    found = store_module.through_store(
+        b"\x02" * 32, prefer_gurobi=True, gurobi_available=unlicensed, budget_s=10.0, compute=never
+    )
+    assert found == dataclasses.replace(stored, stored=True) and asked == []
+
+    # Nothing stored: asked once, solved with the open solvers and kept under their key.
+    computed = Resolve(SolveStatus.OPTIMAL, 5.0, "kOptimal", "highs", 0.1)
+    got = store_module.through_store(
+        b"\x03" * 32, prefer_gurobi=True, gurobi_available=unlicensed, budget_s=10.0, compute=lambda: computed
+    )
+    assert got == computed and asked == [True]
+    assert store.get(store_key(b"\x03" * 32, gurobi=False, budget_s=10.0)) is not None
+    assert store.get(store_key(b"\x03" * 32, gurobi=True, budget_s=10.0)) is None
+
+
 STORED_ONLY = """
 import json, sys
 from trex_eval.records import LinearModel, SolveRecord, SolveStatus
@@ -463,14 +497,24 @@ from trex_eval import config
 from trex_eval.sandbox import Job, SandboxPool
 from trex_eval.verify import store
 
+from trex_eval.sandbox.licence import licence_preflight
+from trex_eval.sandbox.licence_facts import remember_preflight, remembered_preflight
+
 root = Path(sys.argv[1])
 (root / "00").mkdir(parents=True)
 (root / "00" / "planted").write_text("{}")
 before = store.describe()["enabled"]
+# What a program of an earlier run at this level could have left: a licence answer of its own.
+probed = licence_preflight()
+planted = probed.model_copy(update={"solvers": tuple(
+    solver.model_copy(update={"version": "planted"}) for solver in probed.solvers)})
+remember_preflight(planted)
+assert remembered_preflight() == planted
 with SandboxPool(workers=1, isolation="rlimits") as pool:
     ran = pool.run(Job(code="print('ok')", expect="any")).status.value
+    versions = [solver.version for solver in pool.licence.solvers]
 print(json.dumps({"before": before, "after": store.describe(), "exists": root.exists(),
-                  "dir": config.resolve_store_dir() is None, "ran": ran,
+                  "dir": config.resolve_store_dir() is None, "ran": ran, "versions": versions,
                   "facts": Path(sys.argv[2]).exists() or config.start_facts_dir() is not None}))
 """
 
@@ -492,4 +536,5 @@ def test_a_pool_at_the_rlimits_level_withdraws_and_empties_the_store(tmp_path: P
     # Programs there run as this user and could have planted entries: none is left, none is read.
     assert not found["exists"] and found["dir"]
     assert not found["facts"]  # the licence report and site view it kept went with the store
+    assert "planted" not in found["versions"]  # the pre-flight ran again
     assert found["after"]["enabled"] is False and "rlimits" in found["after"]["not_used"]

@@ -29,7 +29,8 @@ from .isolation import IsolationReport, probe_isolation
 from .job import Job
 from .lanes import Lanes
 from .libraries import installed_versions
-from .licence import LicenceReport, licence_preflight, remembered_preflight
+from .licence import LicenceReport, licence_preflight
+from .licence_facts import remember_preflight, remembered_preflight
 from .limits import SandboxLimits
 from .outcome import TrustedLicence, build_execution, gurobipy_licence_failure
 from .runtime import hooks
@@ -149,7 +150,7 @@ class SandboxPool:
         # The licence check is a process of its own that needs nothing from the probe: it runs
         # beside the probe and the workers' start instead of after either, where no earlier
         # command of the day left its answer.
-        preflight = functools.partial(licence_preflight, extra_env=self._extra_env, remember=True)
+        preflight = functools.partial(licence_preflight, extra_env=self._extra_env)
         remembered = remembered_preflight(extra_env=self._extra_env)
         licence = _in_background(preflight) if remembered is None else None
         report = probe_isolation(
@@ -190,7 +191,9 @@ class SandboxPool:
         )
         try:
             self._lanes.start()
-            self._licence = remembered if licence is None else licence.result()
+            self._licence = licence.result() if licence is not None else remembered
+            if licence is not None and report.level != "rlimits":
+                remember_preflight(licence.result(), extra_env=self._extra_env)
         except Exception:
             self.close()
             raise

@@ -5,12 +5,14 @@ the model libraries) stays outside the sandbox's view."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import hashlib
 import importlib.metadata
 import os
 import re
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -104,12 +106,14 @@ def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> 
     ``.dist-info`` folders; a folder shared with other distributions (a namespace package such as
     ``google``) contributes only the allowed distributions' own entries.
 
-    Remembered between commands (:mod:`.start_facts`) under the folder's listing, with the size
-    and change time of every ``.dist-info`` folder's ``RECORD`` and ``METADATA``: an install, an
-    upgrade or a removal changes the key."""
+    Remembered between commands (:mod:`.start_facts`) under the folder's listing, with the size,
+    inode and status-change time of every ``.dist-info`` folder's ``RECORD`` and ``METADATA``, and
+    the interpreter's path (where :func:`solver_closure` reads requirements): an install, an
+    upgrade or a removal changes the key. A remembered path is believed only where it still lies
+    below ``site`` once every link is resolved."""
     key = _listing_key(site, roots)
     found = None if key is None else start_facts.recall("site-entries", key)
-    if isinstance(found, list) and all(_is_entry(site, path) for path in found):
+    if isinstance(found, list) and _all_entries(site, found):
         return tuple(found)
     entries = _read_solver_entries(site, roots)
     if key is not None:
@@ -118,37 +122,34 @@ def solver_entries(site: str, roots: tuple[str, ...] = SOLVER_DISTRIBUTIONS) -> 
 
 
 def _listing_key(site: str, roots: tuple[str, ...]) -> dict[str, object] | None:
-    """What :func:`solver_entries` of ``site`` depends on; None where the folder cannot be listed."""
+    """What :func:`solver_entries` of ``site`` depends on; None where it cannot be read."""
     try:
         names = sorted(os.listdir(site))
+        stamps = []
+        for name in names:
+            if name.endswith(".dist-info"):
+                for part in ("RECORD", "METADATA"):
+                    with contextlib.suppress(FileNotFoundError):
+                        found = os.stat(os.path.join(site, name, part))
+                        stamps.append((name, part, found.st_size, found.st_ctime_ns, found.st_ino))
+        code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
     except OSError:
         return None
-    stamps = []
-    for name in names:
-        if name.endswith(".dist-info"):
-            for part in ("RECORD", "METADATA"):
-                try:
-                    found = os.stat(os.path.join(site, name, part))
-                except OSError:
-                    continue
-                stamps.append((name, part, found.st_size, found.st_mtime_ns, found.st_ino))
-    return {"code": _code_digest(), "site": site, "roots": roots, "names": names, "records": stamps}
+    return {"code": code, "site": site, "path": sys.path, "roots": roots, "names": names, "records": stamps}
 
 
-@functools.cache
-def _code_digest() -> str:
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-
-
-def _is_entry(site: str, path: object) -> bool:
-    """Whether a remembered ``path`` is one :func:`solver_entries` could answer: below ``site``,
-    normalised, present."""
-    return (
-        isinstance(path, str)
-        and path.startswith(site.rstrip("/") + "/")
-        and os.path.normpath(path) == path
-        and os.path.lexists(path)
-    )
+def _all_entries(site: str, paths: list[object]) -> bool:
+    """Whether every remembered path is one :func:`solver_entries` could answer: text, normalised,
+    present, and below ``site`` with every link resolved."""
+    real_site = os.path.realpath(site)
+    for path in paths:
+        if not isinstance(path, str) or os.path.normpath(path) != path or not os.path.lexists(path):
+            return False
+        if not path.startswith(site.rstrip("/") + "/"):
+            return False
+        if os.path.commonpath((real_site, os.path.realpath(path))) != real_site:
+            return False
+    return True
 
 
 def _read_solver_entries(site: str, roots: tuple[str, ...]) -> tuple[str, ...]:

@@ -40,7 +40,8 @@ logger = logging.getLogger("trex_eval.sandbox")
 FORMAT = 1
 """Bumped when an entry's layout changes (older entries then miss)."""
 KEEP_PER_KIND = 8
-"""Entries of one kind kept (one per virtual environment, licence state or day in use)."""
+"""Entries of one kind kept (one per virtual environment, licence state or day in use). The kinds
+the harness writes are :data:`trex_eval.config.START_FACT_KINDS` (what withdrawal deletes)."""
 MAX_ENTRY_BYTES = 1 << 20
 STALE_TMP_NS = 3600 * 10**9
 
@@ -69,7 +70,7 @@ def recall(kind: str, key: Mapping[str, Any]) -> Any | None:
         if found.st_size > MAX_ENTRY_BYTES:
             return None
         entry = json.loads(os.read(fd, MAX_ENTRY_BYTES + 1))
-    except (OSError, ValueError):
+    except Exception:  # whatever a file holds (a nesting too deep for the parser included): a miss
         return None
     finally:
         os.close(fd)
