@@ -96,3 +96,43 @@ def test_a_model_whose_batched_query_lies_about_its_length_is_not_captured() -> 
     model.optimize()
     reported = hook._report(None, (model,), {}, None)
     assert reported["model"] is None and "matrix capture failed" in reported["note"]
+
+
+@pytest.mark.parametrize("gp", _modules(), ids=lambda module: module.__name__)
+def test_a_model_solved_again_unchanged_is_read_once_and_any_change_reads_it_again(gp: ModuleType) -> None:
+    real = getattr(gp, "GUROBIPY_HIGHS", None) is None
+    model = _model(gp, integer=False)
+    first = hook.capture_matrix(model)
+    read = hook._LAST[0].builder if real else None
+    model.optimize()  # nothing changed: the audit's appended optimize
+    again = hook.capture_matrix(model)
+    assert again == first
+    # Only the real library has a fingerprint; the layer's models are read every time.
+    assert bool(hook._LAST) is real and (not real or hook._LAST[0].builder is read)
+
+    x, y, z = model.getVars()
+    cap = model.getConstrs()[0]
+    for change, check in (
+        (
+            lambda: model.chgCoeff(cap, z, 2.0),
+            lambda found: (0, 2, 2.0) in zip(*_entries(found), strict=False),
+        ),
+        (lambda: setattr(x, "UB", 2.5), lambda found: found["ub"][0] == 2.5),
+        (lambda: setattr(y, "VarName", "renamed"), lambda found: found["var_names"][1] == "renamed"),
+        (lambda: setattr(cap, "ConstrName", "ceiling"), lambda found: found["row_names"][0] == "ceiling"),
+    ):
+        change()
+        model.optimize()
+        found = hook.capture_matrix(model)
+        assert check(found), found
+        assert not real or hook._LAST[0].builder is not read
+        read = hook._LAST[0].builder if real else None
+        assert found["primal"] == pytest.approx(model.getAttr("X", model.getVars()))
+
+    other = _model(gp, integer=False)  # the same numbers in another model object: read anew
+    assert hook.capture_matrix(other)["var_names"] == ["x", "y", "z"]
+    assert not real or hook._LAST[0].model is other
+
+
+def _entries(captured: dict[str, Any]) -> tuple[list[int], list[int], list[float]]:
+    return captured["a_row"], captured["a_col"], captured["a_val"]

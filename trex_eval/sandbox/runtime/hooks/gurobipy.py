@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import sys
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import capture as c
 
@@ -77,15 +77,69 @@ def _attribute(model: Any, name: str, objects: list[Any]) -> list[Any]:
     return [getattr(each, name) for each in objects]
 
 
+class _Captured(NamedTuple):
+    """The job's last capture, for a solve of the same model unchanged (:func:`capture_matrix`)."""
+
+    model: Any
+    """Held, so that no other model takes its identity while it is remembered."""
+    fingerprint: int
+    var_names: list[Any]
+    row_names: list[Any]
+    builder: c.LinearModelBuilder
+
+
+_LAST: list[_Captured] = []
+
+
 def capture_matrix(model: Any) -> dict[str, Any]:
-    """The model in matrix form, read through the public API subset (see module docstring)."""
+    """The model in matrix form, read through the public API subset (see module docstring).
+
+    A solve of the model captured last, unchanged (the real gurobipy's ``Fingerprint``, a hash of
+    everything that can influence the optimisation, and every variable and constraint name as
+    before), reuses that matrix and reads only the solution: a program that optimizes the same
+    model twice (the audit appends a ``model.optimize()`` to every reference program) pays one
+    capture. The licence-free layer has no fingerprint: its models are read every time."""
+    variables, constrs = list(model.getVars()), list(model.getConstrs())
+    var_names, row_names = _attribute(model, "VarName", variables), _attribute(model, "ConstrName", constrs)
+    fingerprint = _fingerprint(model)
+    last = _LAST[0] if _LAST else None
+    if (
+        last is not None
+        and fingerprint is not None
+        and last.model is model
+        and last.fingerprint == fingerprint
+        and last.var_names == var_names
+        and last.row_names == row_names
+    ):
+        builder = last.builder
+        builder.primal, builder.row_duals = [], []
+        _attach_solution(model, builder, variables, constrs)
+        return builder.build()
+    builder = _read_matrix(model, variables, constrs, var_names, row_names)
+    _LAST[:] = [] if fingerprint is None else [_Captured(model, fingerprint, var_names, row_names, builder)]
+    return builder.build()
+
+
+def _fingerprint(model: Any) -> int | None:
+    """The real gurobipy's ``Model.Fingerprint``, or None (the layer, or no fingerprint to read)."""
+    if getattr(sys.modules.get(type(model).__module__.partition(".")[0]), "GUROBIPY_HIGHS", None) is not None:
+        return None
+    try:
+        return int(model.Fingerprint)
+    except Exception:
+        return None
+
+
+def _read_matrix(
+    model: Any, variables: list[Any], constrs: list[Any], var_names: list[Any], row_names: list[Any]
+) -> c.LinearModelBuilder:
+    """:func:`capture_matrix`'s full read."""
     builder = c.LinearModelBuilder("max" if int(model.ModelSense) == -1 else "min", infinity=GRB_INFINITY)
-    variables = list(model.getVars())
     by_identity = c.identity_index(variables)
     by_name: dict[str, int] | None = None
     # One attribute query per attribute, not one per variable and attribute (a C call each).
     columns = zip(
-        *(_attribute(model, name, variables) for name in ("VarName", "Obj", "LB", "UB", "VType")), strict=True
+        var_names, *(_attribute(model, name, variables) for name in ("Obj", "LB", "UB", "VType")), strict=True
     )
     for name, obj, lb, ub, vtype in columns:
         builder.add_var(name, obj=obj, lb=lb, ub=ub, vtype=str(vtype))
@@ -101,9 +155,8 @@ def capture_matrix(model: Any) -> dict[str, Any]:
                 raise c.CaptureError("matrix not captured: duplicate variable names")
         return by_name[var.VarName]
 
-    constrs = list(model.getConstrs())
     rows = zip(
-        constrs, *(_attribute(model, name, constrs) for name in ("ConstrName", "Sense", "RHS")), strict=True
+        constrs, row_names, *(_attribute(model, name, constrs) for name in ("Sense", "RHS")), strict=True
     )
     for constr, name, sense, rhs in rows:
         row = model.getRow(constr)
@@ -133,7 +186,7 @@ def capture_matrix(model: Any) -> dict[str, Any]:
     builder.n_general_constraints = int(model.NumGenConstrs)
     builder.n_sos = int(model.NumSOS)
     _attach_solution(model, builder, variables, constrs)
-    return builder.build()
+    return builder
 
 
 def _attach_solution(
