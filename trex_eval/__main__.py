@@ -10,6 +10,9 @@ import sys
 def entry() -> None:
     """Load the CLI and run it (the console script's target)."""
     try:
+        from trex_eval import config
+
+        config.single_threaded_blas()
         from trex_eval.cli import main
     except KeyboardInterrupt:
         print("interrupted before anything was stored", file=sys.stderr)

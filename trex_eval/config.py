@@ -60,9 +60,24 @@ def getenv_raw(name: str) -> str | None:
     return os.environ.get(name)
 
 
+_SET_HERE: dict[str, str] = {}
+"""Variables this process set for itself (:func:`single_threaded_blas`), which children do not get."""
+
+
+def single_threaded_blas() -> None:
+    """Give this process's BLAS one thread where the user chose nothing (``OPENBLAS_NUM_THREADS``;
+    call before NumPy loads). The harness does no large linear algebra, and OpenBLAS's pool of
+    idle threads spins ~0.1 CPU s when NumPy loads, in every command. Children started with
+    :func:`environment` do not inherit the setting."""
+    if "OPENBLAS_NUM_THREADS" not in os.environ:
+        os.environ["OPENBLAS_NUM_THREADS"] = _SET_HERE["OPENBLAS_NUM_THREADS"] = "1"
+
+
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A copy of this process's environment with ``extra`` laid over it (for a child server)."""
-    return {**os.environ, **(extra or {})}
+    """A copy of this process's environment with ``extra`` laid over it (for a child server),
+    without what :func:`single_threaded_blas` set for this process alone."""
+    inherited = {key: value for key, value in os.environ.items() if _SET_HERE.get(key) != value}
+    return {**inherited, **(extra or {})}
 
 
 def cache_dir() -> Path:

@@ -5,6 +5,7 @@ sandbox, verification, data loading, reports); the commands import those when th
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -86,3 +87,27 @@ def test_run_help_names_every_shipped_rule_family() -> None:
     shown = " ".join(str(_help_run(["run", "--help"])["help"]).split())
     for name in (*OBJECTIVE_RULES, *STRUCTURE_RULES):
         assert name in shown
+
+
+_BLAS = """
+import json, os, subprocess, sys
+from trex_eval import config
+config.single_threaded_blas()
+import numpy  # OpenBLAS reads the variable as it loads
+child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('OPENBLAS_NUM_THREADS'))"],
+                       env=config.environment(), capture_output=True, text=True, check=True).stdout.strip()
+print(json.dumps({"here": os.environ.get("OPENBLAS_NUM_THREADS"), "child": child}))
+"""
+
+
+@pytest.mark.parametrize(("chosen", "here", "child"), [(None, "1", "None"), ("3", "3", "3")])
+def test_the_harness_blas_gets_one_thread_that_no_child_server_inherits(
+    chosen: str | None, here: str, child: str
+) -> None:
+    # OpenBLAS's idle threads spin ~0.1 CPU s as NumPy loads; a user's own choice stands, and a
+    # model server the harness starts gets the user's environment, not the harness's setting.
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    if chosen is not None:
+        env["OPENBLAS_NUM_THREADS"] = chosen
+    done = subprocess.run([sys.executable, "-c", _BLAS], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == {"here": here, "child": child}

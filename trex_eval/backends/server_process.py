@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from trex_eval import waits
+from trex_eval import config, waits
 from trex_eval.errors import BackendError
 
 LOOPBACK = "127.0.0.1"
@@ -129,7 +129,7 @@ class ServerProcess:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=dict(self.launch.env) if self.launch.env is not None else None,
+                    env=dict(self.launch.env) if self.launch.env is not None else config.environment(),
                     start_new_session=True,
                 )
             except OSError as error:

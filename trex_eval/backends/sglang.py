@@ -130,7 +130,7 @@ class SGLangBackend(ServedBackend):
             startup_timeout_s=self.options.startup_timeout_s,
             stop_grace_s=self.options.stop_grace_s,
             log_file=Path(self.options.log_file) if self.options.log_file else None,
-            env=config.environment(extra) if extra else None,
+            env=config.environment(extra),
         )
 
     def _served_model(self) -> str:

@@ -345,7 +345,7 @@ class VLLMBackend(ServedBackend):
             startup_timeout_s=self.options.startup_timeout_s,
             stop_grace_s=self.options.stop_grace_s,
             log_file=Path(self.options.log_file) if self.options.log_file else None,
-            env=config.environment(dict(plan.environment)) if plan.environment else None,
+            env=config.environment(dict(plan.environment)),
         )
 
     def _served_model(self) -> str:
