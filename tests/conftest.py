@@ -58,3 +58,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true (not allowed): {reason}"
+
+
+@pytest.fixture
+def store_not_withdrawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store of re-solve results and the start facts in use again for one test: the suite
+    shares one process, where a pool at the rlimits level in an earlier test withdrew both for
+    good (as it should in a real run), which would leave nothing to test."""
+    from trex_eval import config
+
+    monkeypatch.setattr(config, "_store_withdrawn", [])

@@ -13,20 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from trex_eval import config
 from trex_eval.sandbox import licence_facts, site_entries, start_facts
 from trex_eval.sandbox.licence import LicenceReport, licence_preflight, solver_licence
 from trex_eval.sandbox.licence_facts import remember_preflight, remembered_preflight
 
+# An earlier pool at the rlimits level may have withdrawn them in this process (conftest).
+pytestmark = pytest.mark.usefixtures("store_not_withdrawn")
+
 SITE = sysconfig.get_paths()["purelib"]
 WORKING = {"installed": True, "version": "1", "ok": True, "size_limited": True, "error": None}
-
-
-@pytest.fixture(autouse=True)
-def _facts_not_withdrawn(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The suite shares one process: a pool at the rlimits level in an earlier test withdrew the
-    # start facts for good (as it should in a real run), which would leave nothing here to test.
-    monkeypatch.setattr(config, "_store_withdrawn", [])
 
 
 @pytest.fixture

@@ -28,6 +28,9 @@ from trex_eval.verify import _MEMO, Resolve, resolve_remembered, verify_solve
 from trex_eval.verify import store as store_module
 from trex_eval.verify.store import ResolveStore, StoreKey, resolve_store, store_key
 
+# An earlier pool at the rlimits level may have withdrawn them in this process (conftest).
+pytestmark = pytest.mark.usefixtures("store_not_withdrawn")
+
 REPO = Path(__file__).resolve().parents[2]
 STAND_IN = REPO / "tests" / "sandbox" / "highs_stand_in"
 
@@ -46,13 +49,6 @@ def verified(model: LinearModel, objective: float, *, budget_s: float = 10.0) ->
 
 def entries(root: Path) -> list[Path]:
     return sorted(root.glob("*/*.json"))
-
-
-@pytest.fixture(autouse=True)
-def _store_not_withdrawn(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The suite shares one process: a pool at the rlimits level in an earlier test withdrew the
-    # store for good (as it should in a real run), which would leave nothing here to test.
-    monkeypatch.setattr(config, "_store_withdrawn", [])
 
 
 @pytest.fixture

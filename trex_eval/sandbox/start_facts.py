@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import os
-import secrets
 import stat
 import time
 from collections.abc import Mapping
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..files import ensure_private_folder, write_private_atomically
 
 logger = logging.getLogger("trex_eval.sandbox")
 
@@ -89,16 +89,10 @@ def remember(kind: str, key: Mapping[str, Any], value: Any) -> None:
     data = json.dumps({"key": wanted, "value": value}, separators=(",", ":")).encode()
     if len(data) > MAX_ENTRY_BYTES:
         return
-    temporary = folder / f".{kind}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        os.replace(temporary, folder / _name(kind, wanted))
+        write_private_atomically(folder / _name(kind, wanted), data)
     except OSError as error:
         logger.debug("start facts: %s not kept: %s", kind, error)
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         return
     _prune(folder, kind)
 
@@ -110,16 +104,12 @@ def _name(kind: str, wanted: str) -> str:
 def _folder(*, create: bool) -> Path | None:
     """The folder where it is trusted (created 0700 when ``create``), else None."""
     folder = config.start_facts_dir()
-    if folder is None:
+    if folder is None or not (create or folder.is_dir()):
         return None
     try:
-        if create:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = os.stat(folder)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid() or found.st_mode & 0o022:
-        logger.debug("start facts: %s is not this user's own folder; not used", folder)
+        ensure_private_folder(folder)
+    except OSError as error:
+        logger.debug("start facts: %s not used: %s", folder, error)
         return None
     return folder
 
@@ -134,7 +124,7 @@ def _prune(folder: Path, kind: str) -> None:
                 changed = item.stat(follow_symlinks=False).st_mtime_ns
                 if item.name.startswith(f"{kind}-") and item.name.endswith(".json"):
                     entries.append((changed, item.path))
-                elif item.name.startswith(f".{kind}.") and item.name.endswith(".tmp") and changed < stale_ns:
+                elif item.name.startswith(f".{kind}-") and item.name.endswith(".tmp") and changed < stale_ns:
                     os.unlink(item.path)  # a writer that died before its rename
     for _, path in sorted(entries, reverse=True)[KEEP_PER_KIND:]:
         with contextlib.suppress(OSError):

@@ -44,8 +44,6 @@ import json
 import logging
 import math
 import os
-import secrets
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -56,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..files import ensure_private_folder, write_private_atomically
 from ..records import SolveStatus
 from .base import Resolve
 
@@ -279,7 +278,7 @@ class ResolveStore:
         for attempt in range(2):
             try:
                 self._check_root()
-                _write_atomically(self._path(key), data)
+                write_private_atomically(self._path(key), data)
                 break
             except FileNotFoundError:  # the folder was deleted meanwhile: made again once
                 if attempt:
@@ -315,15 +314,7 @@ class ResolveStore:
         Raises:
             OSError: it cannot be created, or is owned by another user or writable by others.
         """
-        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = os.stat(self.root)
-        if not stat.S_ISDIR(found.st_mode):
-            raise NotADirectoryError(f"{self.root} is not a folder")
-        if found.st_uid != os.geteuid() or found.st_mode & 0o022:
-            raise PermissionError(
-                f"{self.root} is not this user's own (owner uid {found.st_uid}, mode "
-                f"{stat.S_IMODE(found.st_mode):o}): others could write entries"
-            )
+        ensure_private_folder(self.root)
         self._root_checked = True
 
     def _give_up(self, why: str) -> None:
@@ -405,27 +396,6 @@ def _read(path: Path) -> str | None:
         return data.decode()
     except UnicodeDecodeError:
         return None
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """``data`` as the file ``path``: written to a temporary file of its folder (created 0700
-    where missing), then renamed over ``path``, so that no reader sees part of it. Not synced: a
-    crash may leave a truncated entry, which a read rejects (it costs one re-solve).
-
-    Raises:
-        OSError: the folder or file cannot be written.
-    """
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    temporary = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 _STORES: dict[Path, ResolveStore] = {}
